@@ -1,0 +1,20 @@
+/*
+ * cmd.h -- subcommands of bin/modegate; one cmd_<verb> per command.
+ * Each returns the process exit status.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef MG_CMD_H
+#define MG_CMD_H
+
+#define EX_USAGE_CODE	64
+
+struct cmd_entry {
+	const char	*name;
+	int		(*exec)(int argc, char **argv);
+	const char	*usage;
+	const char	*help;
+};
+
+int	cmd_check_config(int, char **);
+
+#endif

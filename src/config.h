@@ -1,0 +1,48 @@
+/*
+ * config.h -- configuration from environment variables (12-factor),
+ * declared in one table (config.c) that also feeds check-config --list.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef MG_CONFIG_H
+#define MG_CONFIG_H
+
+#include "../mode/core.h"
+
+#define EX_CONFIG_CODE	78	/* sysexits.h EX_CONFIG */
+
+struct config {
+	char	*database_url;
+	char	*listen;		/* host:port as given */
+	char	 listen_host[256];
+	int	 listen_port;
+	char	*app_secret;
+	char	*verify_token;
+	char	*wa_token;		/* empty: dry-run, nothing is posted */
+	char	*wa_api_base;
+	char	*llm_provider;		/* anthropic | openai | offline */
+	char	*llm_api_key;
+	char	*llm_base_url;
+	char	*llm_model;
+	int	 llm_timeout_s;
+	char	*rules_dir;
+	char	*log_level;
+	char	*log_format;		/* text | json */
+	int	 db_connections;	/* ingest connections (group commit) */
+	int	 max_connections;	/* HTTP connection cap */
+};
+
+/*
+ * Fill cfg from getenv(); every problem is added to d, each naming the
+ * variable and what is accepted. Returns 0 when d gained nothing, else -1.
+ * Strings in cfg are owned by cfg; free with config_free.
+ */
+int	config_load(struct config *cfg, struct diag *d) MG_MUSTCHECK;
+void	config_free(struct config *cfg);
+
+/* Print the variable table as Markdown (check-config --list). */
+void	config_print_table(void);
+
+/* Print effective values, secrets shown as "(set)" or "(unset)". */
+void	config_print(const struct config *cfg);
+
+#endif

@@ -1,0 +1,57 @@
+/*
+ * main.c -- bin/modegate: a dispatch table of subcommands (tmux cmd_entry).
+ * SPDX-License-Identifier: MIT
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static const struct cmd_entry cmd_table[] = {
+	{ "check-config", cmd_check_config, "check-config [--list]",
+	  "check the environment and rule files; --list prints the "
+	  "variable table" },
+};
+
+#define CMD_COUNT (sizeof cmd_table / sizeof cmd_table[0])
+
+/* Print every command's usage line. */
+static void
+usage(FILE *fp)
+{
+	size_t	i;
+
+	fprintf(fp, "usage: modegate COMMAND [ARGS]\n\ncommands:\n");
+	for (i = 0; i < CMD_COUNT; i++)
+		fprintf(fp, "  %-44s %s\n", cmd_table[i].usage,
+		    cmd_table[i].help);
+}
+
+int
+main(int argc, char **argv)
+{
+	size_t	i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return EX_USAGE_CODE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	for (i = 0; i < CMD_COUNT; i++) {
+		if (strcmp(argv[1], cmd_table[i].name) != 0)
+			continue;
+		if (argc > 2 && strcmp(argv[2], "--help") == 0) {
+			printf("usage: modegate %s\n\n%s\n",
+			    cmd_table[i].usage, cmd_table[i].help);
+			return 0;
+		}
+		return cmd_table[i].exec(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "modegate: unknown command \"%s\"\n", argv[1]);
+	usage(stderr);
+	return EX_USAGE_CODE;
+}

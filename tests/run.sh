@@ -1,0 +1,49 @@
+#!/bin/sh
+# Run every test program and print one total: "N passed, N failed".
+# Each program writes TAP ("ok N - name" / "not ok N - name") to stdout;
+# a program that exits non-zero without a "not ok" line counts as a failure.
+#
+#   tests/run.sh BUILD_DIR MODEGATE_BIN
+set -u
+build=${1:-build}
+MODEGATE_BIN=${2:-bin/modegate}
+case "$MODEGATE_BIN" in /*) ;; *) MODEGATE_BIN=$(pwd)/$MODEGATE_BIN ;; esac
+export MODEGATE_BIN
+export CMOCKA_MESSAGE_OUTPUT=TAP
+cd "$(dirname "$0")/.." || exit 1
+passed=0
+failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+run() {
+	name=$1
+	shift
+	"$@" >"$log" 2>&1
+	rc=$?
+	p=$(grep -cE '^ok ' "$log")
+	f=$(grep -cE '^not ok ' "$log")
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		f=1
+		echo "not ok - $name exited with status $rc"
+	fi
+	grep -E '^not ok ' "$log" | sed "s/^/  /"
+	if [ "$f" != 0 ] || [ "${VERBOSE:-0}" = 1 ]; then
+		sed 's/^/    | /' "$log" | tail -60
+	fi
+	echo "$name: $p passed, $f failed"
+	passed=$((passed + p))
+	failed=$((failed + f))
+}
+
+run check-core sh -c "tests/check-core.sh $build/libcore.a && echo ok 1 - core is pure"
+for t in "$build"/tests/test_*; do
+	[ -x "$t" ] && run "$(basename "$t")" "$t"
+done
+for t in tests/cli/*.sh; do
+	[ -f "$t" ] && run "$(basename "$t")" sh "$t"
+done
+[ "${SKIP_INTEG:-0}" = 1 ] || run integ python3 tests/integ/run.py
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
