@@ -81,7 +81,15 @@ $(BUILD)/tests/%: tests/unit/shell/%.c $(LIBSHELL) $(LIBCORE) \
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/unit -o $@ $< $(LIBSHELL) \
 	    $(LIBCORE) $(LDFLAGS) $(PKG_LIBS) $(CMOCKA_LIBS) -lm
 
-unit: $(CORE_TESTS) $(SHELL_TESTS)
+# The default rule files in flat form, for the core unit tests (which read
+# them with stdio: the core itself never opens a file).
+RULE_FLATS = $(patsubst %.json,$(BUILD)/rules/%.flat,\
+	     $(wildcard mode/*.json policy/*.json))
+$(BUILD)/rules/%.flat: %.json $(BIN)/modegate
+	@mkdir -p $(dir $@)
+	$(BIN)/modegate rules-flatten $< > $@.tmp && mv $@.tmp $@
+
+unit: $(CORE_TESTS) $(SHELL_TESTS) $(RULE_FLATS)
 
 check-core: $(LIBCORE)
 	@tests/check-core.sh $(LIBCORE)

@@ -16,5 +16,6 @@ struct cmd_entry {
 };
 
 int	cmd_check_config(int, char **);
+int	cmd_rules_flatten(int, char **);
 
 #endif

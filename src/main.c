@@ -11,6 +11,8 @@ static const struct cmd_entry cmd_table[] = {
 	{ "check-config", cmd_check_config, "check-config [--list]",
 	  "check the environment and rule files; --list prints the "
 	  "variable table" },
+	{ "rules-flatten", cmd_rules_flatten, "rules-flatten FILE.json",
+	  "print a rule file in the flat form the core reads" },
 };
 
 #define CMD_COUNT (sizeof cmd_table / sizeof cmd_table[0])

@@ -173,28 +173,27 @@ rules_flatten(const char *json, size_t len, const char *label,
 	return b.p;
 }
 
-int
-rules_read_flat(const char *path, const char *label, struct flat *f,
+char *
+rules_flatten_file(const char *path, const char *label, size_t *outlen,
     struct diag *d)
 {
 	FILE	*fp;
-	char	*buf = NULL, *flatbuf;
-	size_t	 len = 0, cap = 0, n, flen;
+	char	*buf = NULL, *nb, *flatbuf;
+	size_t	 len = 0, cap = 0, n;
 	int	 rc;
 
 	if ((fp = fopen(path, "r")) == NULL) {
 		diag_add(d, label, "", "cannot open: %s", strerror(errno));
-		return -1;
+		return NULL;
 	}
 	do {
 		if (len + 4096 > cap) {
-			char *nb = realloc(buf, cap = cap ? cap * 2 : 8192);
-
-			if (nb == NULL) {
+			if ((nb = realloc(buf, cap = cap ? cap * 2 : 8192)) ==
+			    NULL) {
 				free(buf);
 				fclose(fp);
 				diag_add(d, label, "", "out of memory");
-				return -1;
+				return NULL;
 			}
 			buf = nb;
 		}
@@ -206,11 +205,22 @@ rules_read_flat(const char *path, const char *label, struct flat *f,
 	if (rc) {
 		free(buf);
 		diag_add(d, label, "", "read error");
-		return -1;
+		return NULL;
 	}
-	flatbuf = rules_flatten(buf, len, label, &flen, d);
+	flatbuf = rules_flatten(buf, len, label, outlen, d);
 	free(buf);
-	if (flatbuf == NULL)
+	return flatbuf;
+}
+
+int
+rules_read_flat(const char *path, const char *label, struct flat *f,
+    struct diag *d)
+{
+	char	*flatbuf;
+	size_t	 flen;
+	int	 rc;
+
+	if ((flatbuf = rules_flatten_file(path, label, &flen, d)) == NULL)
 		return -1;
 	rc = flat_parse(f, label, flatbuf, flen, d);
 	free(flatbuf);

@@ -15,6 +15,11 @@
 int	rules_read_flat(const char *path, const char *label, struct flat *f,
 	    struct diag *d) MG_MUSTCHECK;
 
+/* The flat form of the JSON file at path, as a new buffer (caller frees),
+ * or NULL with the reason in d. */
+char	*rules_flatten_file(const char *path, const char *label,
+	    size_t *outlen, struct diag *d);
+
 /* Flatten a JSON text; returns a new buffer (caller frees) or NULL with a
  * reason in d. Exposed for the tests and the fuzzer. */
 char	*rules_flatten(const char *json, size_t len, const char *label,
