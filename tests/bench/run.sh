@@ -1,0 +1,132 @@
+#!/bin/sh
+# make bench: the benchmarks, with every figure taken in the same run.
+#
+# Ingest (issue 2): wrk, 2 threads x 64 connections, 15 s, with the fixed
+# workload of ../shared/bench (unique signed bodies) against
+#   1. modegate serve (PostgreSQL, group commit),
+#   2. the reference libevent server with HMAC + json-c (no database):
+#      the CPU ceiling,
+#   3. the Node/Express + pg peer;
+# then the inbox rows are counted against the 200s, and latency is taken
+# at a fixed 1,000 requests/s with tests/bench/rateload.
+#
+#   tests/bench/run.sh bin/modegate        (BENCH_SECS=15 BENCH_ONLY=ingest)
+set -eu
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+kit=${BENCH_KIT:-$root/../shared/bench}
+secs=${BENCH_SECS:-15}
+out=$root/build/bench
+mkdir -p "$out"
+deploy/install-deps.sh bench
+. tests/lib/pg.sh
+
+tmp=$(mktemp -d /tmp/modegate-bench.XXXXXX)
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	pg_stop "$tmp/pg"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+cc -O2 -o "$out/rateload" tests/bench/rateload.c \
+	$(pkg-config --cflags --libs libevent)
+results=$out/results.txt
+: >"$results"
+say() { echo "$*" | tee -a "$results"; }
+
+# Parse one key of an "@@ k=v ..." line.
+field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+
+# wait_http PORT: until something answers on 127.0.0.1:PORT.
+wait_http() {
+	i=0
+	until curl -s -o /dev/null "http://127.0.0.1:$1/"; do
+		i=$((i + 1))
+		[ $i -gt 100 ] && { echo "bench: nothing on port $1" >&2; exit 1; }
+		sleep 0.1
+	done
+}
+
+# run_wrk NAME PORT PAYLOADS: prints the @@ line, records it.
+run_wrk() {
+	line=$(wrk -t2 -c64 -d"${secs}s" --latency -s "$kit/webhook.lua" \
+		"http://127.0.0.1:$2/webhook" -- "$3" 2 | grep '^@@')
+	rps=$(field "$line" rps)
+	say "$(printf '%-22s %10s req/s  p50 %7s ms  p99 %7s ms  non-200 %s  wrapped %s' \
+		"$1" "$rps" "$(field "$line" p50_ms)" "$(field "$line" p99_ms)" \
+		"$(field "$line" non200)" "$(field "$line" wrapped)")"
+	echo "$line" >"$out/$1.line"
+}
+
+ingest() {
+	[ -d "$kit" ] || { echo "bench: no $kit; skipping ingest" >&2; return 0; }
+	secret=bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+	pg_start "$tmp/pg"
+	n=$((secs * 50000))
+	echo "bench: generating $n bodies for modegate, $((secs * 15000)) for the Node peer" >&2
+	python3 "$kit/gen_payloads.py" -n "$n" -s "$secret" -o "$tmp/mg.tsv" \
+		--tag-file "$tmp/mg.tag" 2>/dev/null
+	python3 "$kit/gen_payloads.py" -n $((secs * 15000)) -s "$secret" \
+		-o "$tmp/node.tsv" --tag-file "$tmp/node.tag" 2>/dev/null
+
+	# 1. modegate
+	port=$(pg_free_port)
+	export WHATSAPP_APP_SECRET=$secret WHATSAPP_VERIFY_TOKEN=bench \
+		MODEGATE_LISTEN=127.0.0.1:$port MODEGATE_LOG_LEVEL=warn
+	"$bin" migrate >/dev/null
+	"$bin" serve 2>"$tmp/serve.log" &
+	mgpid=$!
+	pids="$pids $mgpid"
+	wait_http "$port"
+	say "ingest, wrk -t2 -c64 -d${secs}s, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores"
+	run_wrk modegate "$port" "$tmp/mg.tsv"
+	tag=$(cat "$tmp/mg.tag")
+	rows=$(psql -qtAX -c "SELECT count(*) FROM inbox WHERE wamid LIKE 'wamid.$tag%'")
+	ok=$(field "$(cat "$out/modegate.line")" ok200)
+	say "  inbox rows $rows for $ok answered 200: $([ "$rows" = "$ok" ] && echo 'zero loss' || echo 'MISMATCH')"
+	python3 "$kit/gen_payloads.py" -n 20000 -s "$secret" -o "$tmp/rate.tsv" 2>/dev/null
+	line=$("$out/rateload" -r 1000 -d 10 -c 64 -f "$tmp/rate.tsv" \
+		"http://127.0.0.1:$port/webhook" | grep '^@@')
+	say "$(printf '%-22s %10s req/s  p50 %7s ms  p99 %7s ms  non-200 %s' \
+		"modegate @1000/s" "$(field "$line" rps)" "$(field "$line" p50_ms)" \
+		"$(field "$line" p99_ms)" "$(($(field "$line" non200) + $(field "$line" errors)))")"
+	kill "$mgpid"; wait "$mgpid" 2>/dev/null || true
+
+	# 2. the CPU ceiling: libevent + HMAC + json-c, no database
+	cc -O2 -DWITH_VERIFY "$kit/evhttp_ok.c" -o "$out/evhttp_verify" \
+		$(pkg-config --cflags --libs libevent json-c libcrypto) -pthread
+	port=$(pg_free_port)
+	APP_SECRET=$secret "$out/evhttp_verify" -p "$port" -t 1 2>/dev/null &
+	pids="$pids $!"
+	wait_http "$port"
+	run_wrk verify-ceiling "$port" "$tmp/mg.tsv"
+	kill $!
+
+	# 3. the Node/Express + pg peer
+	rm -rf "$out/node-peer"
+	cp -r "$kit/node-peer" "$out/node-peer"
+	(cd "$out/node-peer" && npm ci --silent --no-audit --no-fund >/dev/null 2>&1 ||
+		npm install --silent --no-audit --no-fund >/dev/null)
+	port=$(pg_free_port)
+	(cd "$out/node-peer" && APP_SECRET=$secret PORT=$port exec node server.js 2>/dev/null) &
+	pids="$pids $!"
+	wait_http "$port"
+	run_wrk node-peer "$port" "$tmp/node.tsv"
+
+	mg=$(field "$(cat "$out/modegate.line")" rps)
+	ce=$(field "$(cat "$out/verify-ceiling.line")" rps)
+	nd=$(field "$(cat "$out/node-peer.line")" rps)
+	say "$(python3 -c "print('  modegate = %.1fx the Node peer (target >= 4x), %.0f%% of the verify ceiling (target >= 40%%)' % ($mg/$nd, 100*$mg/$ce))")"
+}
+
+case "${BENCH_ONLY:-all}" in
+all | ingest) ingest ;;
+esac
+if [ "${BENCH_ONLY:-all}" = all ] || [ "${BENCH_ONLY:-all}" = intent ]; then
+	[ -f tests/bench/intent_bench.c ] && make --no-print-directory bench-intent | tee -a "$results"
+fi
+echo "bench: results in $results" >&2
