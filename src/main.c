@@ -11,6 +11,8 @@ static const struct cmd_entry cmd_table[] = {
 	{ "check-config", cmd_check_config, "check-config [--list]",
 	  "check the environment and rule files; --list prints the "
 	  "variable table" },
+	{ "migrate", cmd_migrate, "migrate",
+	  "apply the sql/NNNN_*.sql migrations not yet applied" },
 	{ "rules-flatten", cmd_rules_flatten, "rules-flatten FILE.json",
 	  "print a rule file in the flat form the core reads" },
 };

@@ -1,0 +1,67 @@
+/*
+ * db.h -- PostgreSQL through libpq: blocking helpers for CLI commands and
+ * an asynchronous connection pool driven by libevent for the server.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef MG_DB_H
+#define MG_DB_H
+
+#include <libpq-fe.h>
+
+#include "../mode/core.h"
+
+struct event_base;
+
+/* Blocking: connect or return NULL with the reason in err. */
+PGconn	*db_connect(const char *conninfo, char *err, size_t errlen);
+
+/*
+ * Blocking: run sql (no parameters); 0 when it succeeded, else -1 with
+ * libpq's message in err. Any result rows are discarded.
+ */
+int	 db_exec(PGconn *, const char *sql, char *err, size_t errlen)
+	    MG_MUSTCHECK;
+
+/* The asynchronous pool. */
+struct db_pool;
+struct db_conn;
+
+/*
+ * Called once per query: res is the last result (borrowed: cleared after
+ * the callback returns) or NULL when the connection failed, with the
+ * reason in err. The connection is idle again once this returns.
+ */
+typedef void (*db_result_cb)(PGresult *res, const char *err, void *arg);
+
+/* Called whenever a connection becomes idle (connected or query done). */
+typedef void (*db_idle_cb)(struct db_pool *, void *arg);
+
+/*
+ * Open n connections to conninfo (copied) in the background; each
+ * reconnects by itself with backoff (100 ms doubling up to 5 s) after a
+ * failure. Returns NULL on allocation failure. Free with db_pool_free.
+ */
+struct db_pool	*db_pool_new(struct event_base *, const char *conninfo,
+		    int n, db_idle_cb, void *arg);
+void		 db_pool_free(struct db_pool *);
+
+/* An idle connection, or NULL when all are busy or down. */
+struct db_conn	*db_pool_idle(struct db_pool *);
+
+/* How many connections are up (idle or busy). */
+int		 db_pool_up(const struct db_pool *);
+
+/* How many connections have a query in flight. */
+int		 db_pool_busy(const struct db_pool *);
+
+/*
+ * Send one statement with text parameters (borrowed; libpq copies them)
+ * on an idle connection; cb runs exactly once when it completes or the
+ * connection fails. Returns -1 (cb not called) when sending failed at
+ * once; the connection is then reset.
+ */
+int		 db_send(struct db_conn *, const char *sql, int nparams,
+		    const char *const *params, db_result_cb cb, void *arg)
+		    MG_MUSTCHECK;
+
+#endif
