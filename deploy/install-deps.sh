@@ -8,7 +8,7 @@ set -eu
 
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev \
 libjson-c-dev libpq-dev libssl-dev libcmocka-dev postgresql \
-postgresql-client python3 curl"
+postgresql-client python3 curl postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl"
 [ "${1:-}" = bench ] && PKGS="$PKGS wrk nodejs npm"
 
 missing=""
