@@ -34,15 +34,17 @@ BEGIN
 	RETURN p_args;
 END $$;
 
--- Every word of p_needle (folded, split on anything but letters and
--- digits) occurs in p_hay (folded): "sao paulo sul" matches "São Paulo -
--- Zona Sul", "pedi" matches "Pediatria". An empty needle matches.
+-- Every word of p_needle is the start of a word of p_hay, ignoring case
+-- and accents (words: runs of letters and digits): "sao paulo sul"
+-- matches "São Paulo - Zona Sul", "pedi" matches "Pediatria" but not
+-- "Ortopedia". An empty needle matches.
 CREATE FUNCTION mg_words_match(p_hay text, p_needle text) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$
 	SELECT NOT EXISTS (
 		SELECT 1 FROM regexp_split_to_table(mg_fold(coalesce(p_needle,
 		    '')), '[^a-z0-9]+') w
-		WHERE w <> '' AND position(w IN mg_fold(p_hay)) = 0)
+		WHERE w <> '' AND position(' ' || w IN ' ' ||
+		    regexp_replace(mg_fold(p_hay), '[^a-z0-9]+', ' ', 'g')) = 0)
 $$;
 
 -- The shift as shown to the doctor (no contact, no pay).
@@ -55,7 +57,8 @@ $$;
 
 -- buscar_vagas {especialidade?, regiao?, turno?, data? (YYYY-MM-DD),
 -- data_ate?}: open shifts from today on; each text filter matches when
--- all its words occur, ignoring case and accents (mg_words_match); at most 5, soonest first.
+-- all its words start words of the column, ignoring case and accents
+-- (mg_words_match); at most 5, soonest first.
 -- {"ok":true,"vagas":[{id,hospital,especialidade,regiao,turno,data}],
 -- "total": n} -- never the responsible person's contact.
 CREATE FUNCTION mg_tool_buscar_vagas(p_conversation_id bigint, p_args jsonb)
