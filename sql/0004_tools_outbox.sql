@@ -11,6 +11,14 @@
 -- arguments give {"ok":false,"erro":"..."} (in Portuguese, for the LLM).
 -- Arguments arrive as an object; a JSON string holding an object is
 -- accepted too.
+--
+-- Exactly-once boundary of the sender: a row is 'sending' (leased) while
+-- it is posted; mg_outbox_result records the answer. If the process
+-- dies after the Graph API accepted the message and before
+-- mg_outbox_result commits, the lease expires and the row is posted
+-- again (at-least-once). The window is one HTTP round trip plus one
+-- short transaction; everything before it (the turn's commit) is
+-- exactly-once, and nothing is ever lost.
 -- SPDX-License-Identifier: MIT
 
 -- The tool arguments as an object (a JSON string holding an object is
@@ -269,7 +277,7 @@ END $$;
 -- sending) is a candidate, so a row is never posted while an older one
 -- of the same conversation is unsent. Due: pending with next_attempt_at
 -- passed, or sending with an expired lease (a crashed sender: posted
--- again — the exactly-once boundary, see README). A text whose 24-hour
+-- again — the exactly-once boundary, see the file header). A text whose 24-hour
 -- window is closed is not returned: it takes the template path
 -- (mg_window_closed) here. Each row: {"id","conversation_id","kind",
 -- "payload" (the complete Graph API body),"phone_number_id","to_key",
@@ -309,6 +317,40 @@ BEGIN
 		    'to_key', o.to_key, 'attempts', o.attempts,
 		    'inbox_id', o.inbox_id, 'lease_until', until);
 	END LOOP;
+END $$;
+
+-- mg_enqueue_read(worker, conversation_id, inbox_id): queue "mark as
+-- read + typing indicator" for the inbound message p_inbox_id when a
+-- turn starts (lease required). It goes out ahead of the turn's reply
+-- (per-conversation order) and is never gated by the 24-hour window.
+-- {"ok":true,"outbox_id"} or {"ok":false,"reason":"lease_lost"}.
+CREATE FUNCTION mg_enqueue_read(p_worker text, p_conversation_id bigint,
+    p_inbox_id bigint) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+	cv	conversations;
+	w	text;
+	nid	bigint;
+BEGIN
+	SELECT * INTO cv FROM conversations
+	WHERE id = p_conversation_id AND lease_owner = p_worker
+	    AND lease_until >= now();
+	IF NOT FOUND THEN
+		RETURN jsonb_build_object('ok', false, 'reason', 'lease_lost');
+	END IF;
+	SELECT wamid INTO w FROM inbox
+	WHERE id = p_inbox_id AND conversation_id = cv.id;
+	IF w IS NULL THEN
+		RETURN jsonb_build_object('ok', false, 'reason', 'no_message');
+	END IF;
+	INSERT INTO outbox (conversation_id, inbox_id, kind, payload, to_key,
+	    phone_number_id)
+	VALUES (cv.id, p_inbox_id, 'read', mg_complete_payload(
+	    jsonb_build_object('status', 'read', 'message_id', w,
+		'typing_indicator', jsonb_build_object('type', 'text')),
+	    cv.wa_id), cv.wa_id, cv.phone_number_id)
+	RETURNING id INTO nid;
+	RETURN jsonb_build_object('ok', true, 'outbox_id', nid);
 END $$;
 
 -- Rank of a delivery status: a status only moves forward (a late

@@ -1,7 +1,7 @@
 -- test_commit.sql -- mg_context, mg_commit_turn, mg_fail_turn.
 -- SPDX-License-Identifier: MIT
 BEGIN;
-SELECT plan(31);
+SELECT plan(36);
 
 CREATE FUNCTION pg_temp.msg(w text, s text, body text, age interval)
 RETURNS bigint LANGUAGE sql AS $$
@@ -142,6 +142,27 @@ SELECT is((SELECT state || '/' || last_error FROM inbox WHERE wamid = 'f1')
     || '/' || (SELECT count(*) FROM audit_log WHERE decision = 'dead' AND
 	inbox_id = (SELECT id FROM inbox WHERE wamid = 'f1')),
     'dead/llm unavailable/1', 'the dead message keeps its error and is audited');
+
+-- Skipped messages (too old, human control...) keep their reason; the
+-- read receipt is queued ahead of the reply.
+SELECT pg_temp.msg('o1', '5511933333339', 'mensagem antiga', '30 hours');
+CREATE TEMP TABLE o AS SELECT j FROM mg_claim('w3', 60, 0, 10) j;
+SELECT is(mg_enqueue_read('w3', (SELECT (j ->> 'conversation_id')::bigint FROM o),
+    (SELECT id FROM inbox WHERE wamid = 'o1')) ->> 'ok', 'true', 'a read receipt is queued under the lease');
+SELECT is((SELECT payload FROM outbox WHERE kind = 'read' AND
+    conversation_id = (SELECT (j ->> 'conversation_id')::bigint FROM o)),
+    '{"messaging_product":"whatsapp","status":"read","message_id":"o1","typing_indicator":{"type":"text"}}',
+    'the read receipt is the Graph API mark-as-read body with the typing indicator');
+SELECT throws_ok(format($$SELECT mg_commit_turn('w3', %s, '{"inbox":[{"id":%s,"state":"pending"}]}')$$,
+    (SELECT j ->> 'conversation_id' FROM o), (SELECT id FROM inbox WHERE wamid = 'o1')),
+    'P0001', NULL, 'an inbox outcome other than done or skipped is refused');
+SELECT is(mg_commit_turn('w3', (SELECT (j ->> 'conversation_id')::bigint FROM o),
+    format('{"inbox":[{"id":%s,"state":"skipped","reason":"too_old"}],
+      "audit":[{"step":"worker","decision":"skip","reason":"too_old"}]}',
+      (SELECT id FROM inbox WHERE wamid = 'o1'))::jsonb) ->> 'ok', 'true',
+    'a turn that answers nothing commits');
+SELECT is((SELECT state || '/' || done_reason FROM inbox WHERE wamid = 'o1'),
+    'skipped/too_old', 'the skipped message is kept with its reason');
 
 SELECT * FROM finish();
 ROLLBACK;
