@@ -47,3 +47,5 @@ done
 
 # Checks with committed data and several sessions.
 . tests/sql/multi_session.sh
+# Failures are the "not ok" lines above (tests/run.sh counts them).
+exit 0

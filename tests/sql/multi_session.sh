@@ -111,5 +111,7 @@ check "the work was shared by several sessions" \
 check "no lease left behind" \
     "SELECT count(*) = 0 FROM conversations WHERE phone_number_id = 'PNMS' AND lease_owner IS NOT NULL"
 for w in 1 2 3 4; do
-	[ -s "$tmp/w$w.log" ] && sed "s/^/# w$w: /" "$tmp/w$w.log"
+	if [ -s "$tmp/w$w.log" ]; then
+		sed "s/^/# w$w: /" "$tmp/w$w.log"
+	fi
 done
