@@ -22,24 +22,7 @@ ok() {
 	fi
 }
 
-# Until the router's mode/capabilities.json is merged, the CLI would check
-# every claim in every mode; score against the default mapping of
-# DESIGN.md section 2 instead, from a temporary rules folder.
 rules=$(pwd)
-if [ ! -f mode/capabilities.json ]; then
-	echo "# mode/capabilities.json absent: scoring with the DESIGN.md mapping"
-	rules=$tmp/rules
-	mkdir -p "$rules/mode"
-	cp mode/claims.json "$rules/mode/"
-	cat >"$rules/mode/capabilities.json" <<-'EOF'
-	{"modes": {
-	  "discovery": {"forbidden_claims": ["vaga_especifica", "promessa"]},
-	  "oferta": {"forbidden_claims": ["confirma_reserva", "negocia_valor",
-	    "dona_da_vaga"]},
-	  "followup": {"forbidden_claims": ["pressao", "confirma_pelo_hospital"]},
-	  "reativacao": {"forbidden_claims": ["vaga_especifica", "culpa"]}}}
-	EOF
-fi
 
 # score FILE: print "caught violations fp oks" and the misses as comments.
 score() {
