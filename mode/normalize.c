@@ -3,7 +3,8 @@
  * matching (see normalize.h).
  *
  * Decisions: letters are lower-cased and folded to ASCII (Latin-1 and the
- * Latin Extended-A letters Portuguese writers meet); digits stay; every
+ * Latin Extended-A letters Portuguese writers meet); digits and '_' (so
+ * the emoji tokens survive a second normalisation) stay; every
  * other character is a word separator, except a few emoji that become the
  * words "emoji_positivo" and "emoji_negativo", and emoji modifiers (skin
  * tones, variation selectors, zero-width joiner), which vanish. A run of
@@ -143,7 +144,8 @@ norm_codepoint(struct norm_out *o, uint32_t cp)
 	if (cp < 0x80) {
 		if (cp >= 'A' && cp <= 'Z')
 			norm_put(o, (char)(cp - 'A' + 'a'));
-		else if ((cp >= 'a' && cp <= 'z') || (cp >= '0' && cp <= '9'))
+		else if ((cp >= 'a' && cp <= 'z') || (cp >= '0' && cp <= '9') ||
+		    cp == '_')
 			norm_put(o, (char)cp);
 		else
 			norm_put(o, ' ');

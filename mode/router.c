@@ -284,6 +284,18 @@ matrix_find_event(const struct matrix *m, enum mode from, enum event ev)
 }
 
 bool
+matrix_confirms(const struct matrix *m, enum mode from, enum mode to)
+{
+	size_t	i;
+
+	for (i = 0; i < m->n; i++)
+		if (m->t[i].from == from && m->t[i].to == to &&
+		    m->t[i].how == HOW_CONFIRM)
+			return true;
+	return false;
+}
+
+bool
 matrix_allows(const struct matrix *m, enum mode from, enum mode to)
 {
 	size_t	i;
@@ -435,7 +447,7 @@ route_pending(const struct matrix *m, const struct router_input *in,
 
 	out->proposal = st->pending;
 	if (m->confirm_intents & bit) {
-		if (!matrix_allows(m, st->mode, (enum mode)st->pending)) {
+		if (!matrix_confirms(m, st->mode, (enum mode)st->pending)) {
 			st->pending = -1;
 			st->pending_at_ms = 0;
 			decide(out, TRANS_REJECT, true, in->now_ms,

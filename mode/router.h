@@ -63,6 +63,10 @@ const struct transition *matrix_find_event(const struct matrix *,
 /* Does the matrix allow from -> to by any trigger? */
 bool		 matrix_allows(const struct matrix *, enum mode from,
 	    enum mode to);
+/* Is there a transition from -> to that needs confirmation? A pending
+ * transition is confirmed only then. */
+bool		 matrix_confirms(const struct matrix *, enum mode from,
+	    enum mode to);
 
 #define ROUTER_REASON_MAX	96
 #define ROUTER_SOURCE_MAX	64

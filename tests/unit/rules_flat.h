@@ -15,7 +15,7 @@
 static char rules_flat_dir[512] = "build/rules";
 
 /* Locate $(BUILD)/rules from the test binary's path, $(BUILD)/tests/x. */
-static void
+static inline void
 rules_flat_init(const char *argv0)
 {
 	const char	*slash;
@@ -32,7 +32,7 @@ rules_flat_init(const char *argv0)
  * Load the flat form of the rule file label ("mode/transitions.json", a
  * string literal: f keeps pointing at it). Returns 0 or -1.
  */
-static int
+static inline int
 rules_flat_load(const char *label, struct flat *f, struct diag *d)
 {
 	char	 path[1024], buf[65536];
@@ -55,7 +55,7 @@ rules_flat_load(const char *label, struct flat *f, struct diag *d)
 }
 
 /* Parse a hand-written flat buffer (a string literal) for loader tests. */
-static void
+static inline void
 rules_flat_str(const char *label, const char *text, struct flat *f,
     struct diag *d)
 {
