@@ -89,7 +89,7 @@ $(BUILD)/rules/%.flat: %.json $(BIN)/modegate
 	@mkdir -p $(dir $@)
 	$(BIN)/modegate rules-flatten $< > $@.tmp && mv $@.tmp $@
 
-unit: $(CORE_TESTS) $(SHELL_TESTS) $(RULE_FLATS)
+unit: $(CORE_TESTS) $(SHELL_TESTS) $(RULE_FLATS) $(BUILD)/tests/gen_router_golden
 
 check-core: $(LIBCORE)
 	@tests/check-core.sh $(LIBCORE)

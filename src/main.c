@@ -15,6 +15,9 @@ static const struct cmd_entry cmd_table[] = {
 	  "print a rule file in the flat form the core reads" },
 	{ "intent", cmd_intent, "intent < MESSAGES",
 	  "classify one message a line: INTENT<TAB>confidence<TAB>message" },
+	{ "guard", cmd_guard, "guard --mode MODE",
+	  "check replies (one a line on stdin) for the claims forbidden in "
+	  "MODE; prints OK or VIOLATION<TAB>claim-id[,claim-id...]" },
 };
 
 #define CMD_COUNT (sizeof cmd_table / sizeof cmd_table[0])
