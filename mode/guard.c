@@ -32,6 +32,14 @@ static const char *const claim_keys[] = {
 	"id", "prompt", "patterns", "allow", "skip_questions", NULL
 };
 
+/* Write "a.b" into out (truncated to outlen, which keys never reach). */
+static void
+key_join(char *out, size_t outlen, const char *a, const char *b)
+{
+	if (snprintf(out, outlen, "%s.%s", a, b) >= (int)outlen)
+		out[outlen - 1] = '\0';
+}
+
 /* True when s is a non-empty [a-z0-9_] identifier. */
 static bool
 claim_id_ok(const char *s)
@@ -82,11 +90,11 @@ claim_patterns(const struct flat *f, struct diag *d, const char *key,
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
-		snprintf(sub, sizeof sub, "%s.%s", key, names[i]);
+		key_join(sub, sizeof sub, key, names[i]);
 		if ((src = flat_str(f, "%s", sub)) == NULL)
 			diag_add(d, f->file, sub, "not a string");
 		else if (match_compile(&(*out)[ok], src, err, sizeof err) == -1)
-			diag_add(d, f->file, sub, "%s", err);
+			diag_add(d, f->file, sub, "%s in \"%s\"", err, src);
 		else
 			ok++;
 	}
@@ -107,7 +115,7 @@ claim_unknown_keys(const struct flat *f, struct diag *d, const char *prefix)
 				break;
 		if (claim_keys[k] != NULL)
 			continue;
-		snprintf(sub, sizeof sub, "%s.%s", prefix, names[i]);
+		key_join(sub, sizeof sub, prefix, names[i]);
 		diag_add(d, f->file, sub, "unknown key (expected id, prompt, "
 		    "patterns, allow, skip_questions)");
 	}
@@ -122,7 +130,7 @@ claim_check_id(const struct claims *cl, const struct flat *f,
 	char		 key[FLAT_NAME_MAX * 2];
 	size_t		 i;
 
-	snprintf(key, sizeof key, "%s.id", prefix);
+	key_join(key, sizeof key, prefix, "id");
 	if ((id = flat_str(f, "%s", key)) == NULL || *id == '\0') {
 		diag_add(d, f->file, key, "missing or empty");
 		return NULL;
@@ -155,17 +163,17 @@ claim_load_one(struct claims *cl, struct claim *c, const struct flat *f,
 		diag_add(d, f->file, prefix, "out of memory");
 	prompt = flat_str(f, "%s.prompt", prefix);
 	if (prompt == NULL || prompt[strspn(prompt, " \t\n")] == '\0') {
-		snprintf(key, sizeof key, "%s.prompt", prefix);
+		key_join(key, sizeof key, prefix, "prompt");
 		diag_add(d, f->file, key, "missing or empty");
 	} else if ((c->prompt = strdup(prompt)) == NULL)
 		diag_add(d, f->file, prefix, "out of memory");
-	snprintf(key, sizeof key, "%s.patterns", prefix);
+	key_join(key, sizeof key, prefix, "patterns");
 	c->npat = claim_patterns(f, d, key, true, &c->pat);
-	snprintf(key, sizeof key, "%s.allow", prefix);
+	key_join(key, sizeof key, prefix, "allow");
 	c->nallow = claim_patterns(f, d, key, false, &c->allow);
 	if ((e = flat_get(f, "%s.skip_questions", prefix)) != NULL) {
 		if (e->type != 'b') {
-			snprintf(key, sizeof key, "%s.skip_questions", prefix);
+			key_join(key, sizeof key, prefix, "skip_questions");
 			diag_add(d, f->file, key, "not true or false");
 		} else
 			c->skip_questions = strcmp(e->val, "true") == 0;
@@ -198,7 +206,7 @@ claims_load(const struct flat *f, struct diag *d)
 		n = GUARD_MAX_CLAIMS;
 	}
 	for (i = 0; i < n; i++) {
-		snprintf(prefix, sizeof prefix, "claims.%s", names[i]);
+		key_join(prefix, sizeof prefix, "claims", names[i]);
 		claim_load_one(cl, &cl->c[cl->n++], f, d, prefix);
 	}
 	if (d->n + d->dropped != before) {

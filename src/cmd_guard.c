@@ -14,6 +14,7 @@
 #include "cmd.h"
 #include "config.h"
 #include "rules.h"
+#include "../mode/gate.h"
 #include "../mode/guard.h"
 
 #ifndef MG_RULES_DIR
@@ -35,35 +36,40 @@ guard_print_diag(const struct diag *d)
 		fprintf(stderr, "... and %zu more problems\n", d->dropped);
 }
 
+/* The prompt of claim id, or NULL when unknown (gate_claim_text_fn). */
+static const char *
+guard_claim_text(const void *ctx, const char *id)
+{
+	const struct claims	*cl = ctx;
+
+	return claims_prompt(cl, claims_find(cl, id));
+}
+
 /*
- * Fill which with the claims mode forbids, from the capabilities flat form
- * (key modes.<mode>.forbidden_claims). Unknown ids and a missing list go
- * to d. Returns the count.
+ * Load mode/capabilities.json with the gate's loader (every problem, and
+ * claim ids unknown to cl, go to d) and fill which with the claims mode m
+ * forbids. Returns the count.
  */
 static size_t
-guard_mode_claims(const struct claims *cl, const struct flat *caps,
-    const char *mode, int *which, struct diag *d)
+guard_mode_claims(const struct claims *cl, const char *path, enum mode m,
+    int *which, struct diag *d)
 {
-	char		 names[GUARD_MAX_CLAIMS][FLAT_NAME_MAX], key[128];
-	const char	*id;
-	size_t		 n, i, nw = 0;
+	struct flat	 caps;
+	struct gate	*g;
+	size_t		 i, nw = 0;
 	int		 idx;
 
-	if (snprintf(key, sizeof key, "modes.%s.forbidden_claims", mode) >=
-	    (int)sizeof key)
+	if (rules_read_flat(path, CAPS_LABEL, &caps, d) == -1)
 		return 0;
-	n = flat_children(caps, key, names, GUARD_MAX_CLAIMS);
-	if (n == 0 && flat_get(caps, "%s", key) == NULL)
-		diag_add(d, caps->file, key, "missing");
-	for (i = 0; i < n && i < GUARD_MAX_CLAIMS; i++) {
-		id = flat_str(caps, "%s.%s", key, names[i]);
-		if (id == NULL || (idx = claims_find(cl, id)) == -1) {
-			diag_add(d, caps->file, key, "%s: unknown claim \"%s\"",
-			    names[i], id != NULL ? id : "");
-			continue;
-		}
-		which[nw++] = idx;
-	}
+	g = gate_load(&caps, d);
+	flat_free(&caps);
+	if (g == NULL)
+		return 0;
+	gate_check_claims(g, guard_claim_text, cl, d);
+	for (i = 0; i < gate_claim_count(g, m) && nw < GUARD_MAX_CLAIMS; i++)
+		if ((idx = claims_find(cl, gate_claim(g, m, i))) != -1)
+			which[nw++] = idx;
+	gate_free(g);
 	return nw;
 }
 
@@ -101,10 +107,10 @@ guard_lines(const struct claims *cl, const int *which, size_t nwhich)
  * Returns the table or NULL with the problems in d.
  */
 static struct claims *
-guard_load(const char *dir, const char *mode, int *which, size_t *nwhich,
+guard_load(const char *dir, enum mode mode, int *which, size_t *nwhich,
     struct diag *d)
 {
-	struct flat	 f, caps;
+	struct flat	 f;
 	struct claims	*cl;
 	char		 path[4096];
 	size_t		 i;
@@ -125,12 +131,7 @@ guard_load(const char *dir, const char *mode, int *which, size_t *nwhich,
 		*nwhich = claims_count(cl);
 		return cl;
 	}
-	if (rules_read_flat(path, CAPS_LABEL, &caps, d) == -1) {
-		claims_free(cl);
-		return NULL;
-	}
-	*nwhich = guard_mode_claims(cl, &caps, mode, which, d);
-	flat_free(&caps);
+	*nwhich = guard_mode_claims(cl, path, mode, which, d);
 	if (d->n > 0) {
 		claims_free(cl);
 		return NULL;
@@ -144,12 +145,12 @@ cmd_guard(int argc, char **argv)
 	struct diag	 d;
 	struct claims	*cl;
 	const char	*dir, *mode = NULL;
-	int		 which[GUARD_MAX_CLAIMS], rc;
+	int		 which[GUARD_MAX_CLAIMS], rc, m = -1;
 	size_t		 nwhich = 0;
 
 	if (argc == 3 && strcmp(argv[1], "--mode") == 0)
 		mode = argv[2];
-	if (mode == NULL || mode_from_name(mode) == -1) {
+	if (mode == NULL || (m = mode_from_name(mode)) == -1) {
 		if (mode != NULL)
 			fprintf(stderr, "modegate guard: unknown mode \"%s\"\n",
 			    mode);
@@ -160,7 +161,7 @@ cmd_guard(int argc, char **argv)
 	if ((dir = getenv("MODEGATE_RULES_DIR")) == NULL || *dir == '\0')
 		dir = MG_RULES_DIR;
 	diag_init(&d);
-	if ((cl = guard_load(dir, mode, which, &nwhich, &d)) == NULL) {
+	if ((cl = guard_load(dir, (enum mode)m, which, &nwhich, &d)) == NULL) {
 		guard_print_diag(&d);
 		return EX_CONFIG_CODE;
 	}

@@ -62,8 +62,17 @@ check tests/cases/guard_holdout.tsv holdout 85 10
 # booking confirmation passes there and a pay promise does not.
 mkdir -p "$tmp/map/mode"
 cp mode/claims.json "$tmp/map/mode/"
-echo '{"modes":{"oferta":{"forbidden_claims":["negocia_valor"]}}}' \
-    >"$tmp/map/mode/capabilities.json"
+# caps OUT ID...: the repository's capabilities.json with oferta's
+# forbidden claims replaced by the ids given.
+caps() {
+	python3 - mode/capabilities.json "$@" <<-'EOF'
+	import json, sys
+	c = json.load(open(sys.argv[1]))
+	c["modes"]["oferta"]["forbidden_claims"] = sys.argv[3:]
+	json.dump(c, open(sys.argv[2], "w"))
+	EOF
+}
+caps "$tmp/map/mode/capabilities.json" negocia_valor
 out=$(printf 'seu plantão está confirmado\nconsigo aumentar pra 2 mil\n' |
     MODEGATE_RULES_DIR=$tmp/map "$bin" guard --mode oferta | tr '\n\t' '| ')
 [ "$out" = "OK|VIOLATION negocia_valor|" ]
@@ -74,8 +83,14 @@ printf 'x\n' | MODEGATE_RULES_DIR=$rules "$bin" guard --mode vendas \
 [ $? = 64 ] && grep -q 'unknown mode "vendas"' "$tmp/err"
 ok $? "unknown mode is a usage error (exit 64)"
 
-echo '{"modes":{"oferta":{"forbidden_claims":["nao_existe"]}}}' \
-    >"$tmp/map/mode/capabilities.json"
+caps "$tmp/map/mode/capabilities.json" negocia_valor nao_existe
+printf 'x\n' | MODEGATE_RULES_DIR=$tmp/map "$bin" guard --mode oferta \
+    >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 78 ] && grep -q '^mode/capabilities.json: .*nao_existe' "$tmp/err"
+ok $? "a claim id unknown to claims.json: exit 78 (got $rc)"
+sed 's/^/# /' "$tmp/err"
+
 cat >"$tmp/map/mode/claims.json" <<-'EOF'
 {"claims": [
   {"id": "a", "prompt": "x", "patterns": ["nao .."]},
@@ -91,3 +106,12 @@ rc=$?
     grep -q '^mode/claims.json: claims.1.patterns: no patterns' "$tmp/err"
 ok $? "bad claims.json: every problem reported, exit 78 (got $rc)"
 sed 's/^/# /' "$tmp/err"
+
+# Without capabilities.json every claim applies, with a warning.
+mkdir -p "$tmp/nocaps/mode"
+cp mode/claims.json "$tmp/nocaps/mode/"
+out=$(printf 'vc sumiu!\n' | MODEGATE_RULES_DIR=$tmp/nocaps "$bin" guard \
+    --mode oferta 2>"$tmp/err" | tr '\t' ' ')
+[ "$out" = "VIOLATION culpa" ] && grep -q 'warning: mode/capabilities.json' \
+    "$tmp/err"
+ok $? "no capabilities.json: every claim checked, with a warning ($out)"
