@@ -135,7 +135,7 @@ gate_load(const struct flat *f, struct diag *d)
 {
 	struct gate	*g;
 	char		 names[MODE__COUNT + 4][FLAT_NAME_MAX];
-	size_t		 before = d->n + d->dropped, n, i;
+	size_t		 n, i;
 	int		 m;
 
 	if ((g = calloc(1, sizeof *g)) == NULL) {
@@ -158,9 +158,8 @@ gate_load(const struct flat *f, struct diag *d)
 		else
 			load_mode(g, f, mode_name(m), m, d);
 	}
-	if (g->oom)
+	if (g->oom) {
 		diag_add(d, f->file, "", "out of memory");
-	if (d->n + d->dropped != before) {
 		gate_free(g);
 		return NULL;
 	}

@@ -20,8 +20,9 @@ struct gate;
 
 /*
  * Build the gate from the flat form of mode/capabilities.json. Every mode
- * must be present; unknown modes, tools and keys are problems. Returns a
- * new gate (gate_free) or NULL when d gained a problem.
+ * must be present; unknown modes, tools and keys are problems, reported to
+ * d and left out. Returns a new gate (gate_free), or NULL only when memory
+ * ran out: the caller judges by d, so cross-file checks can still run.
  */
 struct gate	*gate_load(const struct flat *, struct diag *d);
 void		 gate_free(struct gate *);

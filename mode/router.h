@@ -43,8 +43,9 @@ struct matrix;
  * Build the matrix from the flat form of mode/transitions.json. "from":
  * "any" stands for every mode other than "to". Problems (unknown mode,
  * intent, event or how, a transition to itself, duplicates, bad timeouts)
- * all go to d. Returns a new matrix (matrix_free) or NULL when d gained a
- * problem.
+ * all go to d, and the bad entries are left out. Returns a new matrix
+ * (matrix_free), or NULL only when memory ran out: the caller judges by d,
+ * so cross-file checks can still run on what did load.
  */
 struct matrix	*matrix_load(const struct flat *, struct diag *d);
 void		 matrix_free(struct matrix *);

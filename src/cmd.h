@@ -19,5 +19,6 @@ int	cmd_check_config(int, char **);
 int	cmd_rules_flatten(int, char **);
 int	cmd_intent(int, char **);
 int	cmd_guard(int, char **);
+int	cmd_explain(int, char **);
 
 #endif

@@ -131,7 +131,7 @@ main(int argc, char **argv)
 	diag_init(&d);
 	if (rules_flat_load("mode/transitions.json", &f, &d) != 0)
 		return 1;
-	if ((mx = matrix_load(&f, &d)) == NULL) {
+	if ((mx = matrix_load(&f, &d)) == NULL || d.n > 0) {
 		for (i = 0; i < d.n; i++)
 			fprintf(stderr, "%s\n", d.msg[i]);
 		return 1;

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "rules_flat.h"
+#include "../../../mode/intent.h"
 #include "../../../mode/router.h"
 
 #define T0	((int64_t)1700000000000)
@@ -19,6 +20,7 @@
 #define DAY	(24 * 60 * MIN)
 
 static struct matrix	*mx;
+static struct lexicon	*lex;	/* loaded by the first route_text */
 
 static int
 setup(void **state)
@@ -31,13 +33,14 @@ setup(void **state)
 		return -1;
 	mx = matrix_load(&f, &d);
 	flat_free(&f);
-	return mx == NULL ? -1 : 0;
+	return mx == NULL || d.n > 0 ? -1 : 0;
 }
 
 static int
 teardown(void **state)
 {
 	matrix_free(mx);
+	lexicon_free(lex);
 	return 0;
 }
 
@@ -317,6 +320,48 @@ test_deterministic(void **state)
 	}
 }
 
+/* Route a message text through the default lexicon. */
+static void
+route_text(const struct mode_state *st, const char *text, int64_t now,
+    struct router_result *r)
+{
+	struct intent_result	 ir;
+	struct router_input	 in;
+	struct flat		 f;
+	struct diag		 d;
+
+	if (lex == NULL) {
+		diag_init(&d);
+		assert_int_equal(rules_flat_load("mode/intents.json", &f, &d),
+		    0);
+		assert_non_null(lex = lexicon_load(&f, &d));
+		flat_free(&f);
+	}
+	intent_detect(lex, text, strlen(text), &ir);
+	in = msg((int)ir.intent, now);
+	router_route(mx, st, &in, r);
+}
+
+static void
+test_seed_messages_as_text(void **state)
+{
+	struct mode_state	st = state_in(MODE_DISCOVERY, -1, 0);
+	struct router_result	r;
+
+	route_text(&st, "Quero saber de vagas!", T0, &r);
+	assert_int_equal(r.decision, TRANS_PENDING);
+	assert_int_equal(r.state.mode, MODE_DISCOVERY);
+	assert_int_equal(r.state.pending, MODE_OFERTA);
+	st = r.state;
+	route_text(&st, "Sim, tenho CRM ativo", T0 + MIN, &r);
+	assert_int_equal(r.decision, TRANS_CONFIRM);
+	assert_int_equal(r.state.mode, MODE_OFERTA);
+	assert_int_equal(r.state.pending, -1);
+	route_text(&st, "não, obrigado", T0 + MIN, &r);
+	assert_int_equal(r.decision, TRANS_CANCEL);
+	assert_int_equal(r.state.mode, MODE_DISCOVERY);
+}
+
 static void
 test_loader_reports_everything(void **state)
 {
@@ -365,7 +410,7 @@ test_loader_reports_everything(void **state)
 
 	diag_init(&d);
 	rules_flat_str("mode/transitions.json", text, &f, &d);
-	assert_null(matrix_load(&f, &d));
+	matrix_free(matrix_load(&f, &d));
 	for (i = 0; i < d.n && i < 7; i++)
 		assert_string_equal(d.msg[i], want[i]);
 	assert_int_equal(d.n, 7);
@@ -388,6 +433,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_objection_until_resolved),
 		cmocka_unit_test(test_booking_confirmed_counts_as_outcome),
 		cmocka_unit_test(test_deterministic),
+		cmocka_unit_test(test_seed_messages_as_text),
 		cmocka_unit_test(test_loader_reports_everything),
 	};
 
