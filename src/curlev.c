@@ -72,9 +72,12 @@ curlev_event_cb(evutil_socket_t fd, short kind, void *arg)
 	if (kind & EV_WRITE)
 		action |= CURL_CSELECT_OUT;
 	curl_multi_socket_action(cv->multi, fd, action, &running);
+	/*
+	 * Unlike hiperfifo, the timer is not dropped when nothing runs: a
+	 * completion callback may just have added a transfer, and curl
+	 * disarms the timer itself (timeout -1) when it is no longer needed.
+	 */
 	curlev_check_info(cv);
-	if (running <= 0 && evtimer_pending(cv->timer, NULL))
-		evtimer_del(cv->timer);
 }
 
 /* curl's timeout expired: let it do its work. */
