@@ -7,7 +7,10 @@
  * matched against the whole text (match.h). A match of a "negatable"
  * intent is dropped when a negation word ("nao", "sem", ...) stands at
  * most negation_window words before it in the same clause, unless the
- * pattern itself starts with a negation. An intent's score is the best
+ * pattern itself starts with a negation. A match is also dropped when one
+ * of its intent's "unless" patterns matches in a clause the match spans
+ * ("para de me mandar vaga de noite" is a preference, not an opt-out).
+ * An intent's score is the best
  * weight of its matches plus INTENT_EXTRA for each further match (at most
  * 1), so overlapping patterns on the same words barely add up; the highest
  * score wins, ties go to the higher priority, and nothing matched is
@@ -35,6 +38,7 @@ struct lex_pat {
 	double		 weight;
 	enum intent	 intent;
 	bool		 neg_first;	/* the pattern starts with a negation */
+	bool		 unless;	/* a veto of its intent, not evidence */
 	char		*src;
 };
 
@@ -173,7 +177,7 @@ lex_pat_neg_first(const struct lexicon *lex, const struct pattern *p)
 /* Add one pattern entry (a string, or [string, weight]) at path. */
 static void
 lex_add_pat(struct lexicon *lex, const struct flat *f, const char *path,
-    enum intent in, struct diag *d)
+    enum intent in, bool unless, struct diag *d)
 {
 	const struct flat_ent	*e, *w;
 	struct lex_pat		*lp = &lex->pats[lex->npats];
@@ -203,6 +207,11 @@ lex_add_pat(struct lexicon *lex, const struct flat *f, const char *path,
 		    e->val, err);
 		return;
 	}
+	if (unless && (lp->pat.anchor_start || lp->pat.anchor_end)) {
+		diag_add(d, f->file, e->path, "an unless pattern takes no "
+		    "anchors");
+		return;
+	}
 	if ((lp->src = strdup(e->val)) == NULL) {
 		diag_add(d, f->file, path, "out of memory");
 		return;
@@ -210,6 +219,7 @@ lex_add_pat(struct lexicon *lex, const struct flat *f, const char *path,
 	lp->weight = weight;
 	lp->intent = in;
 	lp->neg_first = lex_pat_neg_first(lex, &lp->pat);
+	lp->unless = unless;
 	lex->npats++;
 }
 
@@ -243,11 +253,16 @@ lex_load_intent(struct lexicon *lex, const struct flat *f, const char *name,
 	for (i = 0; flat_get(f, "%s.patterns.%zu", path, i) != NULL ||
 	    flat_get(f, "%s.patterns.%zu.0", path, i) != NULL; i++) {
 		snprintf(path, sizeof path, "intents.%s.patterns.%zu", name, i);
-		lex_add_pat(lex, f, path, (enum intent)in, d);
+		lex_add_pat(lex, f, path, (enum intent)in, false, d);
 		snprintf(path, sizeof path, "intents.%s", name);
 	}
 	if (i == 0)
 		diag_add(d, f->file, path, "no patterns");
+	for (i = 0; flat_get(f, "%s.unless.%zu", path, i) != NULL; i++) {
+		snprintf(path, sizeof path, "intents.%s.unless.%zu", name, i);
+		lex_add_pat(lex, f, path, (enum intent)in, true, d);
+		snprintf(path, sizeof path, "intents.%s", name);
+	}
 }
 
 struct lexicon *
@@ -369,17 +384,27 @@ intent_normalize(const struct lexicon *lex, const char *text, size_t len,
 	return n;
 }
 
+/* The index of the word at byte off of the normalised text. */
+static size_t
+word_index(const struct norm_text *nt, size_t off)
+{
+	size_t	idx = 0, i;
+
+	for (i = 0; i < off && nt->text[i] != '\0'; i++)
+		if (nt->text[i] == ' ')
+			idx++;
+	return idx;
+}
+
 /* Is the match starting at byte off negated by a word before it? */
 static bool
 match_negated(const struct lexicon *lex, const struct norm_text *nt,
     size_t off)
 {
 	const char	*w;
-	size_t		 idx = 0, i, k, first;
+	size_t		 idx, i, k, first;
 
-	for (i = 0; i < off; i++)
-		if (nt->text[i] == ' ')
-			idx++;
+	idx = word_index(nt, off);
 	if (idx >= INTENT_WORDS)
 		return false;
 	first = idx > (size_t)lex->window ? idx - (size_t)lex->window : 0;
@@ -392,6 +417,50 @@ match_negated(const struct lexicon *lex, const struct norm_text *nt,
 		w += i + 1;
 	}
 	return false;
+}
+
+/* Does an unless pattern of in match in a clause spanned by [s, e)? */
+static bool
+match_vetoed(const struct lexicon *lex, const struct norm_text *nt,
+    enum intent in, size_t s, size_t e)
+{
+	const struct lex_pat	*lp;
+	size_t			 i, from, us, ue, w, lo, hi;
+
+	lo = word_index(nt, s);
+	hi = word_index(nt, e > s ? e - 1 : s);
+	if (hi >= INTENT_WORDS)
+		return false;
+	for (i = 0; i < lex->npats; i++) {
+		lp = &lex->pats[i];
+		if (!lp->unless || lp->intent != in)
+			continue;
+		/* Every occurrence, resuming at the word after each start. */
+		for (from = 0; from < nt->len && match_find(&lp->pat,
+		    nt->text + from, &us, &ue); ) {
+			w = word_index(nt, from + us);
+			if (w < INTENT_WORDS && nt->clause[w] >=
+			    nt->clause[lo] && nt->clause[w] <= nt->clause[hi])
+				return true;
+			from += us + strcspn(nt->text + from + us, " ") + 1;
+		}
+	}
+	return false;
+}
+
+/* Does pattern lp match nt and count (not negated, not vetoed)? */
+static bool
+pat_counts(const struct lexicon *lex, const struct norm_text *nt,
+    const struct lex_pat *lp)
+{
+	size_t	s, e;
+
+	if (lp->unless || !match_find(&lp->pat, nt->text, &s, &e))
+		return false;
+	if (lex->negatable[lp->intent] && !lp->neg_first &&
+	    match_negated(lex, nt, s))
+		return false;
+	return !match_vetoed(lex, nt, lp->intent, s, e);
 }
 
 /* Append a pattern's text to the evidence, "; "-separated, bounded. */
@@ -433,7 +502,7 @@ intent_detect(const struct lexicon *lex, const char *text, size_t len,
 	const struct lex_pat	*lp;
 	double			 best[INTENT__COUNT], score[INTENT__COUNT];
 	double			 second;
-	size_t			 i, s, e, hits[INTENT__COUNT];
+	size_t			 i, hits[INTENT__COUNT];
 	int			 k;
 
 	for (k = 0; k < INTENT__COUNT; k++) {
@@ -443,10 +512,7 @@ intent_detect(const struct lexicon *lex, const char *text, size_t len,
 	norm_clauses(lex, text, len, &nt);
 	for (i = 0; i < lex->npats; i++) {
 		lp = &lex->pats[i];
-		if (!match_find(&lp->pat, nt.text, &s, &e))
-			continue;
-		if (lex->negatable[lp->intent] && !lp->neg_first &&
-		    match_negated(lex, &nt, s))
+		if (!pat_counts(lex, &nt, lp))
 			continue;
 		if (lp->weight > best[lp->intent])
 			best[lp->intent] = lp->weight;
@@ -469,10 +535,7 @@ intent_detect(const struct lexicon *lex, const char *text, size_t len,
 		out->confidence = 0.05;
 	for (i = 0; i < lex->npats; i++) {
 		lp = &lex->pats[i];
-		if (lp->intent == out->intent &&
-		    match_find(&lp->pat, nt.text, &s, &e) &&
-		    !(lex->negatable[lp->intent] && !lp->neg_first &&
-		    match_negated(lex, &nt, s)))
+		if (lp->intent == out->intent && pat_counts(lex, &nt, lp))
 			evidence_add(out->evidence, lp->src);
 	}
 }

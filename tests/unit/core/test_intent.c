@@ -102,6 +102,16 @@ test_opt_out_is_explicit(void **state)
 	assert_string_equal(in(state, "nao quero"), "RECUSA");
 	assert_string_equal(in(state, "vou sair do plantao as 19h"), "NEUTRO");
 	assert_string_equal(in(state, "nao me tira da lista nao"), "RECUSA");
+	/* An "unless" qualifier in the same clause vetoes the opt-out... */
+	assert_string_equal(in(state, "nao me mande mais vaga de noturno"),
+	    "OBJECAO");
+	assert_string_equal(in(state, "para de me mandar msg de madrugada"),
+	    "OBJECAO");
+	/* ...but not one in another clause. */
+	assert_string_equal(in(state,
+	    "me tira da lista, so faco consultorio agora"), "OPT_OUT");
+	assert_string_equal(in(state, "quero sair do plantao mais cedo"),
+	    "NEUTRO");
 }
 
 static void
@@ -176,6 +186,13 @@ test_validation_reports_everything(void **state)
 	    "intents.RECUSA.patterns.0: empty or missing pattern");
 	assert_string_equal(d.msg[5], "mode/intents.json: "
 	    "intents.NEUTRO: NEUTRO is the default and takes no patterns");
+
+	lex = load("intents.OPT_OUT.patterns.0\tssair\n"
+	    "intents.OPT_OUT.unless.0\ts^sair do\n", &d);
+	assert_null(lex);
+	assert_int_equal(d.n, 1);
+	assert_string_equal(d.msg[0], "mode/intents.json: "
+	    "intents.OPT_OUT.unless.0: an unless pattern takes no anchors");
 
 	lex = load("intents.RECUSA.patterns.0\ts^nao$\n", &d);
 	assert_non_null(lex);
