@@ -18,5 +18,6 @@ struct cmd_entry {
 int	cmd_check_config(int, char **);
 int	cmd_rules_flatten(int, char **);
 int	cmd_migrate(int, char **);
+int	cmd_serve(int, char **);
 
 #endif

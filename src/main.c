@@ -13,6 +13,9 @@ static const struct cmd_entry cmd_table[] = {
 	  "variable table" },
 	{ "migrate", cmd_migrate, "migrate",
 	  "apply the sql/NNNN_*.sql migrations not yet applied" },
+	{ "serve", cmd_serve, "serve",
+	  "run the HTTP front door: GET/POST /webhook, /healthz, /readyz, "
+	  "/metrics" },
 	{ "rules-flatten", cmd_rules_flatten, "rules-flatten FILE.json",
 	  "print a rule file in the flat form the core reads" },
 };
