@@ -40,7 +40,10 @@ serve_drain_tick(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* SIGINT/SIGTERM: the first drains, a second one exits at once. */
+/*
+ * SIGINT/SIGTERM: the first drains; another one a second later exits at
+ * once (Ctrl-C reaches us from the terminal and from make run's trap).
+ */
 static void
 serve_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -48,7 +51,8 @@ serve_signal(evutil_socket_t sig, short what, void *arg)
 	struct timeval		 tv = { 0, 20000 };
 
 	if (st->srv.draining) {
-		event_base_loopexit(st->srv.base, NULL);
+		if (server_now() > st->stop_at - DRAIN_MAX_S + 1)
+			event_base_loopexit(st->srv.base, NULL);
 		return;
 	}
 	log_info("serve: signal %d, stopping", (int)sig);
