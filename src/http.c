@@ -235,7 +235,7 @@ http_start(struct server *s)
 		return -1;
 	}
 	s->pool = db_pool_new(s->base, s->cfg->database_url,
-	    s->cfg->db_connections, http_pool_cb, s);
+	    s->cfg->db_connections, "ingest", ingest_sql, http_pool_cb, s);
 	if (s->pool == NULL)
 		return -1;
 	s->ingest = ingest_new(s->pool, &s->metrics, http_ingest_reply, s);

@@ -21,7 +21,7 @@
 #include "metrics.h"
 #include "wa.h"
 
-static const char ingest_sql[] =
+const char ingest_sql[] =
     "WITH b AS (SELECT i.v FROM jsonb_array_elements($1::jsonb) AS i(v)),\n"
     "m AS (INSERT INTO inbox (wamid, phone_number_id, sender_key, wa_id,\n"
     "    user_id, profile_name, msg_type, wa_timestamp, raw)\n"
@@ -348,7 +348,7 @@ ingest_send(struct ingest *ing, struct db_conn *c)
 	ing->metrics->batches++;
 	ing->metrics->batch_rows += b->rows;
 	param = (const char *)evbuffer_pullup(json, -1);
-	if (param == NULL || db_send(c, ingest_sql, 1, &param, ingest_done,
+	if (param == NULL || db_send_prepared(c, 1, &param, ingest_done,
 	    b) == -1) {
 		ing->metrics->batch_failures++;
 		ing->inflight -= b->n;

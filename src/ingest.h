@@ -22,6 +22,9 @@ struct ingest_item;
 #define INGEST_BATCH_ROWS	1000	/* rows per statement (soft cap) */
 #define INGEST_QUEUE_ROWS	100000	/* beyond this, answer 503 at once */
 
+/* The group-commit statement; the pool prepares it as "ingest". */
+extern const char ingest_sql[];
+
 /* Answer req with code; t0 is when the request was read (seconds). */
 typedef void (*ingest_reply_cb)(struct evhttp_request *req, int code,
     double t0, void *arg);
