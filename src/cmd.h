@@ -20,5 +20,7 @@ int	cmd_rules_flatten(int, char **);
 int	cmd_intent(int, char **);
 int	cmd_guard(int, char **);
 int	cmd_explain(int, char **);
+int	cmd_migrate(int, char **);
+int	cmd_serve(int, char **);
 
 #endif

@@ -11,6 +11,11 @@ static const struct cmd_entry cmd_table[] = {
 	{ "check-config", cmd_check_config, "check-config [--list]",
 	  "check the environment and rule files; --list prints the "
 	  "variable table" },
+	{ "migrate", cmd_migrate, "migrate",
+	  "apply the sql/NNNN_*.sql migrations not yet applied" },
+	{ "serve", cmd_serve, "serve",
+	  "run the HTTP front door: GET/POST /webhook, /healthz, /readyz, "
+	  "/metrics" },
 	{ "rules-flatten", cmd_rules_flatten, "rules-flatten FILE.json",
 	  "print a rule file in the flat form the core reads" },
 	{ "intent", cmd_intent, "intent < MESSAGES",
