@@ -89,7 +89,7 @@ $(BUILD)/rules/%.flat: %.json $(BIN)/modegate
 	@mkdir -p $(dir $@)
 	$(BIN)/modegate rules-flatten $< > $@.tmp && mv $@.tmp $@
 
-unit: $(CORE_TESTS) $(SHELL_TESTS) $(RULE_FLATS)
+unit: $(CORE_TESTS) $(SHELL_TESTS) $(RULE_FLATS) $(BUILD)/tests/gen_router_golden
 
 check-core: $(LIBCORE)
 	@tests/check-core.sh $(LIBCORE)
@@ -116,3 +116,13 @@ clean:
 
 fmt-check:
 	@clang-format --version >/dev/null && echo "clang-format present"
+
+# Intent detection throughput (the lead wires it into `make bench`).
+$(BUILD)/bench/intent_bench: tests/bench/intent_bench.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIBCORE) $(LDFLAGS) -lm
+
+.PHONY: bench-intent
+bench-intent: $(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat
+	@$(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat \
+	    tests/cases/intent.tsv

@@ -17,6 +17,10 @@ struct cmd_entry {
 
 int	cmd_check_config(int, char **);
 int	cmd_rules_flatten(int, char **);
+int	cmd_intent(int, char **);
+int	cmd_guard(int, char **);
+int	cmd_explain(int, char **);
 int	cmd_migrate(int, char **);
+int	cmd_serve(int, char **);
 
 #endif

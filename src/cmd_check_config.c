@@ -8,11 +8,13 @@
 
 #include "cmd.h"
 #include "config.h"
+#include "ruleset.h"
 
 int
 cmd_check_config(int argc, char **argv)
 {
 	struct config	cfg;
+	struct ruleset	rs;
 	struct diag	d;
 	size_t		i;
 
@@ -27,6 +29,8 @@ cmd_check_config(int argc, char **argv)
 	diag_init(&d);
 	if (config_load(&cfg, &d) == -1 && d.n == 0)
 		return EX_CONFIG_CODE;
+	if (cfg.rules_dir != NULL && ruleset_load(&rs, cfg.rules_dir, &d) == 0)
+		ruleset_free(&rs);
 	for (i = 0; i < d.n; i++)
 		fprintf(stderr, "%s\n", d.msg[i]);
 	if (d.dropped > 0)

@@ -60,6 +60,11 @@ static const struct cf_entry cf_table[] = {
 	  OFF(llm_model), "model name sent to the LLM provider" },
 	{ "LLM_TIMEOUT", CF_INT, 0, "60", 1, 600, NULL, 0, OFF(llm_timeout_s),
 	  "total timeout of one LLM request, seconds" },
+	{ "LLM_MAX_TOKENS", CF_INT, 0, "1024", 16, 32000, NULL, 0,
+	  OFF(llm_max_tokens), "most output tokens per LLM reply" },
+	{ "LLM_BREAKER_THRESHOLD", CF_INT, 0, "5", 1, 1000, NULL, 0,
+	  OFF(llm_breaker_threshold), "consecutive LLM failures that open "
+	  "the circuit breaker (open 90 s, then one probe)" },
 	{ "MODEGATE_RULES_DIR", CF_STR, 0, MG_RULES_DIR, 0, 0, NULL, 0,
 	  OFF(rules_dir), "folder holding mode/ and policy/ rule files" },
 	{ "MODEGATE_LOG_LEVEL", CF_ENUM, 0, "info", 0, 0,

@@ -24,6 +24,8 @@ struct config {
 	char	*llm_base_url;
 	char	*llm_model;
 	int	 llm_timeout_s;
+	int	 llm_max_tokens;
+	int	 llm_breaker_threshold;
 	char	*rules_dir;
 	char	*log_level;
 	char	*log_format;		/* text | json */

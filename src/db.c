@@ -31,6 +31,9 @@ struct db_conn {
 	db_result_cb	 cb;		/* the query in flight */
 	void		*arg;
 	PGresult	*res;		/* its last result so far */
+	int		 prepping;	/* preparing the pool's statement */
+	int		 ready_note;	/* prepared: announce it once */
+	int		 unprepared;	/* preparing failed: send the text */
 };
 
 struct db_pool {
@@ -38,12 +41,16 @@ struct db_pool {
 	char			*conninfo;
 	int			 n;
 	struct db_conn		*conns;
+	const char		*prep_name;
+	const char		*prep_sql;
 	db_idle_cb		 on_idle;
 	void			*arg;
 };
 
 static void	db_conn_start(struct db_conn *);
 static void	db_io_cb(evutil_socket_t, short, void *);
+static int	db_send_any(struct db_conn *, const char *, const char *,
+		    int, const char *const *, db_result_cb, void *);
 
 /* Copy libpq's (possibly multi-line) message into buf as one line. */
 static void
@@ -171,6 +178,7 @@ db_timer_cb(evutil_socket_t fd, short what, void *arg)
 static void
 db_conn_start(struct db_conn *c)
 {
+	c->unprepared = 0;
 	c->pg = PQconnectStart(c->pool->conninfo);
 	if (c->pg == NULL || PQstatus(c->pg) == CONNECTION_BAD) {
 		db_conn_fail_pq(c);
@@ -179,6 +187,36 @@ db_conn_start(struct db_conn *c)
 	c->state = DBC_CONNECTING;
 	if (db_watch(c, EV_WRITE) == -1)
 		db_conn_fail(c, "cannot watch socket");
+}
+
+/* The connection is ready for queries. */
+static void
+db_up(struct db_conn *c)
+{
+	log_info("db: connection %d up", c->idx);
+	c->backoff_ms = DB_BACKOFF_MIN_MS;
+	db_notify(c);
+}
+
+/* The pool's statement is prepared (or not: then start over). */
+static void
+db_prepared(PGresult *res, const char *err, void *arg)
+{
+	struct db_conn	*c = arg;
+
+	c->prepping = 0;
+	if (res == NULL)
+		return;		/* the connection failed and retries */
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		/* E.g. not migrated yet: run it unprepared on this one. */
+		log_warnx("db: connection %d: cannot prepare %s: %s", c->idx,
+		    c->pool->prep_name, PQresultErrorMessage(res));
+		c->unprepared = 1;
+	}
+	else
+		log_debug("db: connection %d prepared %s", c->idx,
+		    c->pool->prep_name);
+	c->ready_note = 1;
 }
 
 /* One step of PQconnectPoll. */
@@ -204,10 +242,16 @@ db_connect_step(struct db_conn *c)
 		db_conn_fail_pq(c);
 		return;
 	}
-	log_info("db: connection %d up", c->idx);
 	c->state = DBC_IDLE;
-	c->backoff_ms = DB_BACKOFF_MIN_MS;
-	db_notify(c);
+	if (c->pool->prep_sql != NULL) {
+		/* Busy until prepared: db_prepared makes it usable. */
+		if (db_send_any(c, c->pool->prep_name, c->pool->prep_sql, -1,
+		    NULL, db_prepared, c) == -1)
+			return;
+		c->prepping = 1;
+		return;
+	}
+	db_up(c);
 }
 
 /* Read what the server sent; collect results until the query is done. */
@@ -239,7 +283,11 @@ db_busy_step(struct db_conn *c, short what)
 			c->state = DBC_IDLE;
 			cb(r, NULL, c->arg);
 			PQclear(r);
-			db_notify(c);
+			if (c->ready_note) {
+				c->ready_note = 0;
+				db_up(c);
+			} else
+				db_notify(c);
 			return;
 		}
 		PQclear(c->res);
@@ -280,7 +328,8 @@ db_io_cb(evutil_socket_t fd, short what, void *arg)
 
 struct db_pool *
 db_pool_new(struct event_base *base, const char *conninfo, int n,
-    db_idle_cb on_idle, void *arg)
+    const char *prep_name, const char *prep_sql, db_idle_cb on_idle,
+    void *arg)
 {
 	struct db_pool	*p;
 	int		 i;
@@ -291,6 +340,8 @@ db_pool_new(struct event_base *base, const char *conninfo, int n,
 	p->n = n;
 	p->on_idle = on_idle;
 	p->arg = arg;
+	p->prep_name = prep_name;
+	p->prep_sql = prep_sql;
 	p->conninfo = strdup(conninfo);
 	p->conns = calloc((size_t)n, sizeof *p->conns);
 	if (p->conninfo == NULL || p->conns == NULL)
@@ -341,7 +392,7 @@ db_pool_idle(struct db_pool *p)
 	int	i;
 
 	for (i = 0; i < p->n; i++)
-		if (p->conns[i].state == DBC_IDLE)
+		if (p->conns[i].state == DBC_IDLE && !p->conns[i].prepping)
 			return &p->conns[i];
 	return NULL;
 }
@@ -369,16 +420,27 @@ db_pool_busy(const struct db_pool *p)
 	return busy;
 }
 
-int
-db_send(struct db_conn *c, const char *sql, int nparams,
-    const char *const *params, db_result_cb cb, void *arg)
+/*
+ * Send on an idle connection: a statement to prepare as name (nparams
+ * -1), the prepared statement (sql NULL), or sql with parameters.
+ */
+static int
+db_send_any(struct db_conn *c, const char *name, const char *sql,
+    int nparams, const char *const *params, db_result_cb cb, void *arg)
 {
-	int	f;
+	int	f, ok;
 
 	if (c->state != DBC_IDLE)
 		return -1;
-	if (PQsendQueryParams(c->pg, sql, nparams, NULL, params, NULL, NULL,
-	    0) == 0 || (f = PQflush(c->pg)) == -1) {
+	if (nparams == -1)
+		ok = PQsendPrepare(c->pg, name, sql, 1, NULL);
+	else if (sql == NULL)
+		ok = PQsendQueryPrepared(c->pg, name, nparams, params, NULL,
+		    NULL, 0);
+	else
+		ok = PQsendQueryParams(c->pg, sql, nparams, NULL, params, NULL,
+		    NULL, 0);
+	if (ok == 0 || (f = PQflush(c->pg)) == -1) {
 		db_conn_fail_pq(c);
 		return -1;
 	}
@@ -390,4 +452,24 @@ db_send(struct db_conn *c, const char *sql, int nparams,
 		return 0;	/* cb has run */
 	}
 	return 0;
+}
+
+int
+db_send(struct db_conn *c, const char *sql, int nparams,
+    const char *const *params, db_result_cb cb, void *arg)
+{
+	return db_send_any(c, NULL, sql, nparams, params, cb, arg);
+}
+
+int
+db_send_prepared(struct db_conn *c, int nparams, const char *const *params,
+    db_result_cb cb, void *arg)
+{
+	if (c->pool->prep_name == NULL)
+		return -1;
+	if (c->unprepared)
+		return db_send_any(c, NULL, c->pool->prep_sql, nparams, params,
+		    cb, arg);
+	return db_send_any(c, c->pool->prep_name, NULL, nparams, params, cb,
+	    arg);
 }

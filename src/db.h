@@ -39,10 +39,13 @@ typedef void (*db_idle_cb)(struct db_pool *, void *arg);
 /*
  * Open n connections to conninfo (copied) in the background; each
  * reconnects by itself with backoff (100 ms doubling up to 5 s) after a
- * failure. Returns NULL on allocation failure. Free with db_pool_free.
+ * failure. When prep_sql is not NULL, it is prepared as statement
+ * prep_name (both borrowed for the pool's life) on every connection
+ * before it is used. Returns NULL on allocation failure.
  */
 struct db_pool	*db_pool_new(struct event_base *, const char *conninfo,
-		    int n, db_idle_cb, void *arg);
+		    int n, const char *prep_name, const char *prep_sql,
+		    db_idle_cb, void *arg);
 void		 db_pool_free(struct db_pool *);
 
 /* An idle connection, or NULL when all are busy or down. */
@@ -61,6 +64,11 @@ int		 db_pool_busy(const struct db_pool *);
  * once; the connection is then reset.
  */
 int		 db_send(struct db_conn *, const char *sql, int nparams,
+		    const char *const *params, db_result_cb cb, void *arg)
+		    MG_MUSTCHECK;
+
+/* The same with the pool's prepared statement (no parse, no plan). */
+int		 db_send_prepared(struct db_conn *, int nparams,
 		    const char *const *params, db_result_cb cb, void *arg)
 		    MG_MUSTCHECK;
 

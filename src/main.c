@@ -13,8 +13,20 @@ static const struct cmd_entry cmd_table[] = {
 	  "variable table" },
 	{ "migrate", cmd_migrate, "migrate",
 	  "apply the sql/NNNN_*.sql migrations not yet applied" },
+	{ "serve", cmd_serve, "serve",
+	  "run the HTTP front door: GET/POST /webhook, /healthz, /readyz, "
+	  "/metrics" },
 	{ "rules-flatten", cmd_rules_flatten, "rules-flatten FILE.json",
 	  "print a rule file in the flat form the core reads" },
+	{ "intent", cmd_intent, "intent < MESSAGES",
+	  "classify one message a line: INTENT<TAB>confidence<TAB>message" },
+	{ "explain", cmd_explain, "explain --mode M [--pending P "
+	  "--pending-age MIN] [--inactive-days D] [--json] MESSAGE",
+	  "what modegate would do with a message (intent, policy, router, "
+	  "gate), without a database" },
+	{ "guard", cmd_guard, "guard --mode MODE",
+	  "check replies (one a line on stdin) for the claims forbidden in "
+	  "MODE; prints OK or VIOLATION<TAB>claim-id[,claim-id...]" },
 };
 
 #define CMD_COUNT (sizeof cmd_table / sizeof cmd_table[0])

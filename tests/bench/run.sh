@@ -23,6 +23,7 @@ deploy/install-deps.sh bench
 . tests/lib/pg.sh
 
 tmp=$(mktemp -d /tmp/modegate-bench.XXXXXX)
+chmod 755 "$tmp"	# the cluster runs as postgres when we are root
 pids=""
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null || true; done

@@ -1,0 +1,375 @@
+/*
+ * guard.c -- the forbidden-claim table (mode/claims.json) and the output
+ * guard that checks a reply against it, clause by clause (see guard.h).
+ * Pure: no I/O.
+ * SPDX-License-Identifier: MIT
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guard.h"
+#include "match.h"
+#include "normalize.h"
+
+struct claim {
+	char		*id;
+	char		*prompt;
+	struct pattern	*pat;		/* npat */
+	size_t		 npat;
+	struct pattern	*allow;		/* nallow */
+	size_t		 nallow;
+	bool		 skip_questions;
+};
+
+struct claims {
+	struct claim	c[GUARD_MAX_CLAIMS];
+	size_t		n;
+};
+
+/* The keys a claim may have; anything else is a typo worth reporting. */
+static const char *const claim_keys[] = {
+	"id", "prompt", "patterns", "allow", "skip_questions", NULL
+};
+
+/* Write "a.b" into out (truncated to outlen, which keys never reach). */
+static void
+key_join(char *out, size_t outlen, const char *a, const char *b)
+{
+	if (snprintf(out, outlen, "%s.%s", a, b) >= (int)outlen)
+		out[outlen - 1] = '\0';
+}
+
+/* True when s is a non-empty [a-z0-9_] identifier. */
+static bool
+claim_id_ok(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+		    *s == '_'))
+			return false;
+	return true;
+}
+
+/*
+ * Compile the list of patterns at key (e.g. "claims.2.allow") into a new
+ * array stored in *out. Every bad entry is reported; required says an
+ * absent or empty list is itself a problem. Returns the count.
+ */
+static size_t
+claim_patterns(const struct flat *f, struct diag *d, const char *key,
+    bool required, struct pattern **out)
+{
+	char			 names[GUARD_MAX_PATTERNS][FLAT_NAME_MAX];
+	char			 sub[FLAT_NAME_MAX * 2], err[128];
+	const struct flat_ent	*e;
+	const char		*src;
+	size_t			 n, i, ok = 0;
+
+	*out = NULL;
+	e = flat_get(f, "%s", key);
+	n = flat_children(f, key, names, GUARD_MAX_PATTERNS);
+	if (e != NULL && e->type != 'a') {
+		diag_add(d, f->file, key, "not a list of patterns");
+		return 0;
+	}
+	if (n == 0) {
+		if (required)
+			diag_add(d, f->file, key, "no patterns");
+		return 0;
+	}
+	if (n > GUARD_MAX_PATTERNS) {
+		diag_add(d, f->file, key, "more than %d patterns",
+		    GUARD_MAX_PATTERNS);
+		n = GUARD_MAX_PATTERNS;
+	}
+	if ((*out = calloc(n, sizeof **out)) == NULL) {
+		diag_add(d, f->file, key, "out of memory");
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		key_join(sub, sizeof sub, key, names[i]);
+		if ((src = flat_str(f, "%s", sub)) == NULL)
+			diag_add(d, f->file, sub, "not a string");
+		else if (match_compile(&(*out)[ok], src, err, sizeof err) == -1)
+			diag_add(d, f->file, sub, "%s in \"%s\"", err, src);
+		else
+			ok++;
+	}
+	return ok;
+}
+
+/* Report keys of claim prefix that claims.json does not define. */
+static void
+claim_unknown_keys(const struct flat *f, struct diag *d, const char *prefix)
+{
+	char	names[16][FLAT_NAME_MAX], sub[FLAT_NAME_MAX * 2];
+	size_t	n, i, k;
+
+	n = flat_children(f, prefix, names, 16);
+	for (i = 0; i < n && i < 16; i++) {
+		for (k = 0; claim_keys[k] != NULL; k++)
+			if (strcmp(names[i], claim_keys[k]) == 0)
+				break;
+		if (claim_keys[k] != NULL)
+			continue;
+		key_join(sub, sizeof sub, prefix, names[i]);
+		diag_add(d, f->file, sub, "unknown key (expected id, prompt, "
+		    "patterns, allow, skip_questions)");
+	}
+}
+
+/* Check the id at prefix.id: present, well formed, not seen before. */
+static const char *
+claim_check_id(const struct claims *cl, const struct flat *f,
+    struct diag *d, const char *prefix)
+{
+	const char	*id;
+	char		 key[FLAT_NAME_MAX * 2];
+	size_t		 i;
+
+	key_join(key, sizeof key, prefix, "id");
+	if ((id = flat_str(f, "%s", key)) == NULL || *id == '\0') {
+		diag_add(d, f->file, key, "missing or empty");
+		return NULL;
+	}
+	if (!claim_id_ok(id)) {
+		diag_add(d, f->file, key, "\"%s\" is not [a-z0-9_]", id);
+		return NULL;
+	}
+	for (i = 0; i < cl->n; i++)
+		if (cl->c[i].id != NULL && strcmp(cl->c[i].id, id) == 0) {
+			diag_add(d, f->file, key, "duplicate id \"%s\" (also "
+			    "claims.%zu)", id, i);
+			return NULL;
+		}
+	return id;
+}
+
+/* Load the claim at prefix ("claims.3") into c; problems go to d. */
+static void
+claim_load_one(struct claims *cl, struct claim *c, const struct flat *f,
+    struct diag *d, const char *prefix)
+{
+	const struct flat_ent	*e;
+	const char		*id, *prompt;
+	char			 key[FLAT_NAME_MAX * 2];
+
+	claim_unknown_keys(f, d, prefix);
+	if ((id = claim_check_id(cl, f, d, prefix)) != NULL &&
+	    (c->id = strdup(id)) == NULL)
+		diag_add(d, f->file, prefix, "out of memory");
+	prompt = flat_str(f, "%s.prompt", prefix);
+	if (prompt == NULL || prompt[strspn(prompt, " \t\n")] == '\0') {
+		key_join(key, sizeof key, prefix, "prompt");
+		diag_add(d, f->file, key, "missing or empty");
+	} else if ((c->prompt = strdup(prompt)) == NULL)
+		diag_add(d, f->file, prefix, "out of memory");
+	key_join(key, sizeof key, prefix, "patterns");
+	c->npat = claim_patterns(f, d, key, true, &c->pat);
+	key_join(key, sizeof key, prefix, "allow");
+	c->nallow = claim_patterns(f, d, key, false, &c->allow);
+	if ((e = flat_get(f, "%s.skip_questions", prefix)) != NULL) {
+		if (e->type != 'b') {
+			key_join(key, sizeof key, prefix, "skip_questions");
+			diag_add(d, f->file, key, "not true or false");
+		} else
+			c->skip_questions = strcmp(e->val, "true") == 0;
+	}
+}
+
+struct claims *
+claims_load(const struct flat *f, struct diag *d)
+{
+	char		 names[GUARD_MAX_CLAIMS][FLAT_NAME_MAX];
+	char		 top[4][FLAT_NAME_MAX], prefix[FLAT_NAME_MAX * 2];
+	struct claims	*cl;
+	size_t		 n, i, before = d->n + d->dropped;
+
+	if ((cl = calloc(1, sizeof *cl)) == NULL) {
+		diag_add(d, f->file, "", "out of memory");
+		return NULL;
+	}
+	n = flat_children(f, "", top, 4);
+	for (i = 0; i < n && i < 4; i++)
+		if (strcmp(top[i], "claims") != 0)
+			diag_add(d, f->file, top[i], "unknown key (expected "
+			    "claims)");
+	n = flat_children(f, "claims", names, GUARD_MAX_CLAIMS);
+	if (n == 0)
+		diag_add(d, f->file, "claims", "missing or empty list");
+	if (n > GUARD_MAX_CLAIMS) {
+		diag_add(d, f->file, "claims", "more than %d claims",
+		    GUARD_MAX_CLAIMS);
+		n = GUARD_MAX_CLAIMS;
+	}
+	for (i = 0; i < n; i++) {
+		key_join(prefix, sizeof prefix, "claims", names[i]);
+		claim_load_one(cl, &cl->c[cl->n++], f, d, prefix);
+	}
+	if (d->n + d->dropped != before) {
+		claims_free(cl);
+		return NULL;
+	}
+	return cl;
+}
+
+void
+claims_free(struct claims *cl)
+{
+	size_t	i;
+
+	if (cl == NULL)
+		return;
+	for (i = 0; i < cl->n; i++) {
+		free(cl->c[i].id);
+		free(cl->c[i].prompt);
+		free(cl->c[i].pat);
+		free(cl->c[i].allow);
+	}
+	free(cl);
+}
+
+size_t
+claims_count(const struct claims *cl)
+{
+	return cl->n;
+}
+
+int
+claims_find(const struct claims *cl, const char *id)
+{
+	size_t	i;
+
+	for (i = 0; i < cl->n; i++)
+		if (strcmp(cl->c[i].id, id) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *
+claims_id(const struct claims *cl, int idx)
+{
+	if (idx < 0 || (size_t)idx >= cl->n)
+		return NULL;
+	return cl->c[idx].id;
+}
+
+const char *
+claims_prompt(const struct claims *cl, int idx)
+{
+	if (idx < 0 || (size_t)idx >= cl->n)
+		return NULL;
+	return cl->c[idx].prompt;
+}
+
+/* True when byte i of s (n bytes) ends a clause. */
+static bool
+clause_boundary(const char *s, size_t n, size_t i)
+{
+	switch (s[i]) {
+	case '.':
+	case ',':
+		/* "R$ 1.200" and "1,5" are numbers, not clause ends. */
+		return !(i > 0 && i + 1 < n && s[i - 1] >= '0' &&
+		    s[i - 1] <= '9' && s[i + 1] >= '0' && s[i + 1] <= '9');
+	case '!':
+	case '?':
+	case ';':
+	case '\n':
+	case '\r':
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The next clause of s (n bytes) from *pos: its start and length (at most
+ * GUARD_CHUNK bytes, cut at a space or a UTF-8 boundary) and whether it
+ * ends in '?'. Returns false at the end of s.
+ */
+static bool
+clause_next(const char *s, size_t n, size_t *pos, size_t *start,
+    size_t *clen, bool *question)
+{
+	size_t	i = *pos, cut = 0;
+
+	if (i >= n)
+		return false;
+	*start = i;
+	while (i < n && !clause_boundary(s, n, i) && i - *start < GUARD_CHUNK) {
+		if (s[i] == ' ')
+			cut = i;
+		i++;
+	}
+	*question = i < n && s[i] == '?';
+	if (i < n && !clause_boundary(s, n, i)) {
+		/* Too long: cut at the last space, else at a character. */
+		if (cut > *start)
+			i = cut;
+		else
+			while (i > *start + 1 && ((unsigned char)s[i] & 0xC0) ==
+			    0x80)
+				i--;
+		*clen = i - *start;
+		*pos = i;
+		return true;
+	}
+	*clen = i - *start;
+	*pos = i < n ? i + 1 : i;
+	return true;
+}
+
+/* True when the normalised clause violates claim c. */
+static bool
+claim_violated(const struct claim *c, const char *norm, bool question)
+{
+	size_t	i;
+
+	if (question && c->skip_questions)
+		return false;
+	for (i = 0; i < c->nallow; i++)
+		if (match_find(&c->allow[i], norm, NULL, NULL))
+			return false;
+	for (i = 0; i < c->npat; i++)
+		if (match_find(&c->pat[i], norm, NULL, NULL))
+			return true;
+	return false;
+}
+
+size_t
+guard_check(const struct claims *cl, const int *which, size_t nwhich,
+    const char *reply, size_t len, int *violated, size_t max)
+{
+	bool	hit[GUARD_MAX_CLAIMS], question, listed[GUARD_MAX_CLAIMS];
+	char	norm[GUARD_CHUNK * 4 + 64];
+	size_t	pos = 0, start, clen, i, nv = 0;
+	int	idx;
+
+	memset(hit, 0, sizeof hit);
+	while (clause_next(reply, len, &pos, &start, &clen, &question)) {
+		if (text_normalize(reply + start, clen, norm, sizeof norm) == 0)
+			continue;
+		for (i = 0; i < nwhich; i++) {
+			idx = which[i];
+			if (idx < 0 || (size_t)idx >= cl->n || hit[idx])
+				continue;
+			hit[idx] = claim_violated(&cl->c[idx], norm, question);
+		}
+	}
+	memset(listed, 0, sizeof listed);
+	for (i = 0; i < nwhich; i++) {
+		idx = which[i];
+		if (idx < 0 || (size_t)idx >= cl->n || !hit[idx] ||
+		    listed[idx])
+			continue;
+		listed[idx] = true;
+		if (nv < max)
+			violated[nv] = idx;
+		nv++;
+	}
+	return nv;
+}

@@ -1,0 +1,541 @@
+/*
+ * intent.c -- deterministic intent detection (see intent.h).
+ *
+ * A message is split into clauses at , ; . ! ? and newlines, each clause
+ * normalised (normalize.h) and its words passed through the lexicon's
+ * abbreviations ("vc" -> "voce"). Every pattern of mode/intents.json is
+ * matched against the whole text (match.h). A match of a "negatable"
+ * intent is dropped when a negation word ("nao", "sem", ...) stands at
+ * most negation_window words before it in the same clause, unless the
+ * pattern itself starts with a negation. A match is also dropped when one
+ * of its intent's "unless" patterns matches in a clause the match spans
+ * ("para de me mandar vaga de noite" is a preference, not an opt-out).
+ * An intent's score is the best
+ * weight of its matches plus INTENT_EXTRA for each further match (at most
+ * 1), so overlapping patterns on the same words barely add up; the highest
+ * score wins, ties go to the higher priority, and nothing matched is
+ * NEUTRO.
+ * Pure: no I/O.
+ * SPDX-License-Identifier: MIT
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "intent.h"
+#include "match.h"
+#include "normalize.h"
+
+#define LEX_WORD	32	/* an abbreviation or negation word */
+#define LEX_EXPAND	64	/* an abbreviation's expansion */
+#define LEX_NEG_MAX	16
+#define INTENT_TEXT_MAX	2048	/* normalised bytes looked at */
+#define INTENT_WORDS	256	/* words whose clause is tracked */
+#define INTENT_EXTRA	0.02	/* score added by each further match */
+
+struct lex_pat {
+	struct pattern	 pat;
+	double		 weight;
+	enum intent	 intent;
+	bool		 neg_first;	/* the pattern starts with a negation */
+	bool		 unless;	/* a veto of its intent, not evidence */
+	char		*src;
+};
+
+struct lex_abbr {
+	char	from[LEX_WORD];
+	char	to[LEX_EXPAND];
+};
+
+struct lexicon {
+	struct lex_pat	*pats;
+	size_t		 npats;
+	struct lex_abbr	*abbr;
+	size_t		 nabbr;
+	char		 neg[LEX_NEG_MAX][LEX_WORD];
+	size_t		 nneg;
+	int		 window;
+	int		 priority[INTENT__COUNT];
+	bool		 negatable[INTENT__COUNT];
+};
+
+/* A normalised message: the text and the clause of each word. */
+struct norm_text {
+	char		text[INTENT_TEXT_MAX];
+	size_t		len;
+	size_t		nwords;
+	uint16_t	clause[INTENT_WORDS];
+};
+
+/* Order abbreviations by their word, for bsearch. */
+static int
+abbr_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct lex_abbr *)a)->from,
+	    ((const struct lex_abbr *)b)->from);
+}
+
+/* Normalise s into one word of at most max-1 bytes; -1 if it is not one. */
+static int
+lex_one_word(const char *s, char *out, size_t max, bool allow_many)
+{
+	char	tmp[LEX_EXPAND * 2];
+	size_t	n;
+
+	n = text_normalize(s, strlen(s), tmp, sizeof tmp);
+	if (n == 0 || n >= max || (!allow_many && strchr(tmp, ' ') != NULL))
+		return -1;
+	memcpy(out, tmp, n + 1);
+	return 0;
+}
+
+/* Load "abbreviations": an object of word -> expansion. */
+static void
+lex_load_abbr(struct lexicon *lex, const struct flat *f, struct diag *d)
+{
+	const struct flat_ent	*e;
+	struct lex_abbr		*a;
+	size_t			 i;
+
+	for (i = 0; i < f->n; i++) {
+		e = &f->ent[i];
+		if (strncmp(e->path, "abbreviations.", 14) != 0)
+			continue;
+		a = &lex->abbr[lex->nabbr];
+		if (e->type != 's')
+			diag_add(d, f->file, e->path, "must be a string");
+		else if (lex_one_word(e->path + 14, a->from, sizeof a->from,
+		    false) == -1)
+			diag_add(d, f->file, e->path, "key is not one word");
+		else if (lex_one_word(e->val, a->to, sizeof a->to, true) == -1)
+			diag_add(d, f->file, e->path,
+			    "expansion is empty or too long");
+		else
+			lex->nabbr++;
+	}
+	qsort(lex->abbr, lex->nabbr, sizeof *lex->abbr, abbr_cmp);
+}
+
+/* Load "negations" (an array of words) and "negation_window". */
+static void
+lex_load_neg(struct lexicon *lex, const struct flat *f, struct diag *d)
+{
+	const struct flat_ent	*e;
+	const char		*s;
+	size_t			 i;
+
+	for (i = 0; (e = flat_get(f, "negations.%zu", i)) != NULL; i++) {
+		s = e->type == 's' ? e->val : "";
+		if (lex->nneg == LEX_NEG_MAX)
+			diag_add(d, f->file, e->path, "more than %d negations",
+			    LEX_NEG_MAX);
+		else if (lex_one_word(s, lex->neg[lex->nneg], LEX_WORD,
+		    false) == -1)
+			diag_add(d, f->file, e->path, "must be one word");
+		else
+			lex->nneg++;
+	}
+	lex->window = 3;
+	if ((e = flat_get(f, "negation_window")) != NULL) {
+		lex->window = (int)strtol(e->val, NULL, 10);
+		if (e->type != 'n' || lex->window < 0 || lex->window > 8)
+			diag_add(d, f->file, e->path, "must be a number 0..8");
+	}
+}
+
+/* Is w (len bytes) one of the negation words? */
+static bool
+lex_is_neg(const struct lexicon *lex, const char *w, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < lex->nneg; i++)
+		if (strlen(lex->neg[i]) == len && memcmp(lex->neg[i], w,
+		    len) == 0)
+			return true;
+	return false;
+}
+
+/* Does the compiled pattern start with a negation word? */
+static bool
+lex_pat_neg_first(const struct lexicon *lex, const struct pattern *p)
+{
+	const struct match_pos	*mp = &p->pos[0];
+	const char		*w;
+	size_t			 i;
+
+	if (mp->kind != MATCH_WORD)
+		return false;
+	for (i = 0; i < mp->nalt; i++) {
+		w = p->buf + mp->alt[i];
+		if (lex_is_neg(lex, w, strlen(w)))
+			return true;
+	}
+	return false;
+}
+
+/* Add one pattern entry (a string, or [string, weight]) at path. */
+static void
+lex_add_pat(struct lexicon *lex, const struct flat *f, const char *path,
+    enum intent in, bool unless, struct diag *d)
+{
+	const struct flat_ent	*e, *w;
+	struct lex_pat		*lp = &lex->pats[lex->npats];
+	char			 err[128];
+	double			 weight = 1.0;
+
+	if ((e = flat_get(f, "%s", path)) == NULL) {
+		e = flat_get(f, "%s.0", path);
+		if ((w = flat_get(f, "%s.1", path)) == NULL || w->type != 'n' ||
+		    flat_get(f, "%s.2", path) != NULL) {
+			diag_add(d, f->file, path,
+			    "must be \"pattern\" or [\"pattern\", weight]");
+			return;
+		}
+		if ((weight = strtod(w->val, NULL)) <= 0 || weight > 1) {
+			diag_add(d, f->file, w->path,
+			    "weight %s out of range (0, 1]", w->val);
+			return;
+		}
+	}
+	if (e == NULL || e->type != 's' || e->val[0] == '\0') {
+		diag_add(d, f->file, path, "empty or missing pattern");
+		return;
+	}
+	if (match_compile(&lp->pat, e->val, err, sizeof err) == -1) {
+		diag_add(d, f->file, e->path, "invalid pattern \"%s\": %s",
+		    e->val, err);
+		return;
+	}
+	if (unless && (lp->pat.anchor_start || lp->pat.anchor_end)) {
+		diag_add(d, f->file, e->path, "an unless pattern takes no "
+		    "anchors");
+		return;
+	}
+	if ((lp->src = strdup(e->val)) == NULL) {
+		diag_add(d, f->file, path, "out of memory");
+		return;
+	}
+	lp->weight = weight;
+	lp->intent = in;
+	lp->neg_first = lex_pat_neg_first(lex, &lp->pat);
+	lp->unless = unless;
+	lex->npats++;
+}
+
+/* Load one entry of "intents": priority, negatable, patterns. */
+static void
+lex_load_intent(struct lexicon *lex, const struct flat *f, const char *name,
+    struct diag *d)
+{
+	const struct flat_ent	*e;
+	char			 path[128];
+	int			 in;
+	size_t			 i;
+
+	snprintf(path, sizeof path, "intents.%s", name);
+	if ((in = intent_from_name(name)) == -1 || in == INTENT_NEUTRO) {
+		diag_add(d, f->file, path, in == -1 ? "unknown intent \"%s\"" :
+		    "%s is the default and takes no patterns", name);
+		return;
+	}
+	if ((e = flat_get(f, "%s.priority", path)) != NULL) {
+		lex->priority[in] = (int)strtol(e->val, NULL, 10);
+		if (e->type != 'n' || lex->priority[in] < 0 ||
+		    lex->priority[in] > 100)
+			diag_add(d, f->file, e->path, "must be a number 0..100");
+	}
+	if ((e = flat_get(f, "%s.negatable", path)) != NULL) {
+		lex->negatable[in] = strcmp(e->val, "true") == 0;
+		if (e->type != 'b')
+			diag_add(d, f->file, e->path, "must be true or false");
+	}
+	for (i = 0; flat_get(f, "%s.patterns.%zu", path, i) != NULL ||
+	    flat_get(f, "%s.patterns.%zu.0", path, i) != NULL; i++) {
+		snprintf(path, sizeof path, "intents.%s.patterns.%zu", name, i);
+		lex_add_pat(lex, f, path, (enum intent)in, false, d);
+		snprintf(path, sizeof path, "intents.%s", name);
+	}
+	if (i == 0)
+		diag_add(d, f->file, path, "no patterns");
+	for (i = 0; flat_get(f, "%s.unless.%zu", path, i) != NULL; i++) {
+		snprintf(path, sizeof path, "intents.%s.unless.%zu", name, i);
+		lex_add_pat(lex, f, path, (enum intent)in, true, d);
+		snprintf(path, sizeof path, "intents.%s", name);
+	}
+}
+
+struct lexicon *
+lexicon_load(const struct flat *f, struct diag *d)
+{
+	struct lexicon	*lex;
+	char		 (*names)[FLAT_NAME_MAX];
+	size_t		 before = d->n + d->dropped, n, i;
+
+	if ((lex = calloc(1, sizeof *lex)) == NULL ||
+	    (lex->pats = calloc(f->n + 1, sizeof *lex->pats)) == NULL ||
+	    (lex->abbr = calloc(f->n + 1, sizeof *lex->abbr)) == NULL ||
+	    (names = calloc(INTENT__COUNT * 2, sizeof *names)) == NULL) {
+		diag_add(d, f->file, "", "out of memory");
+		lexicon_free(lex);
+		return NULL;
+	}
+	lex_load_neg(lex, f, d);
+	lex_load_abbr(lex, f, d);
+	n = flat_children(f, "intents", names, INTENT__COUNT * 2);
+	if (n == 0)
+		diag_add(d, f->file, "intents", "missing or empty");
+	for (i = 0; i < n && i < INTENT__COUNT * 2; i++)
+		lex_load_intent(lex, f, names[i], d);
+	free(names);
+	if (d->n + d->dropped != before) {
+		lexicon_free(lex);
+		return NULL;
+	}
+	return lex;
+}
+
+void
+lexicon_free(struct lexicon *lex)
+{
+	size_t	i;
+
+	if (lex == NULL)
+		return;
+	for (i = 0; lex->pats != NULL && i < lex->npats; i++)
+		free(lex->pats[i].src);
+	free(lex->pats);
+	free(lex->abbr);
+	free(lex);
+}
+
+/* Append one word, expanded through the abbreviations, recording clause. */
+static void
+norm_append(const struct lexicon *lex, struct norm_text *nt, const char *w,
+    size_t len, uint16_t clause)
+{
+	struct lex_abbr		 key, *a;
+	const char		*s;
+	size_t			 n, i;
+
+	s = w;
+	n = len;
+	if (len < sizeof key.from) {
+		memcpy(key.from, w, len);
+		key.from[len] = '\0';
+		if ((a = bsearch(&key, lex->abbr, lex->nabbr, sizeof *a,
+		    abbr_cmp)) != NULL) {
+			s = a->to;
+			n = strlen(a->to);
+		}
+	}
+	if (nt->len + n + 2 > sizeof nt->text)
+		return;
+	if (nt->len > 0)
+		nt->text[nt->len++] = ' ';
+	memcpy(nt->text + nt->len, s, n);
+	nt->len += n;
+	nt->text[nt->len] = '\0';
+	for (i = 0; i < n; i++)
+		if ((i == 0 || s[i - 1] == ' ') && nt->nwords < INTENT_WORDS)
+			nt->clause[nt->nwords++] = clause;
+}
+
+/* Normalise text clause by clause into nt. */
+static void
+norm_clauses(const struct lexicon *lex, const char *text, size_t len,
+    struct norm_text *nt)
+{
+	char		 tmp[INTENT_TEXT_MAX];
+	const char	*p = text, *end = text + len, *q, *w;
+	uint16_t	 clause = 0;
+	size_t		 wl;
+
+	nt->len = 0;
+	nt->nwords = 0;
+	nt->text[0] = '\0';
+	while (p < end) {
+		for (q = p; q < end && strchr(",;.!?\n", *q) == NULL; q++)
+			;
+		text_normalize(p, (size_t)(q - p), tmp, sizeof tmp);
+		for (w = tmp; *w != '\0'; w += wl + (w[wl] == ' ')) {
+			wl = strcspn(w, " ");
+			norm_append(lex, nt, w, wl, clause);
+		}
+		clause++;
+		p = q + 1;
+	}
+}
+
+size_t
+intent_normalize(const struct lexicon *lex, const char *text, size_t len,
+    char *out, size_t outlen)
+{
+	struct norm_text	*nt;
+	size_t			 n;
+
+	if (outlen == 0 || (nt = malloc(sizeof *nt)) == NULL)
+		return 0;
+	norm_clauses(lex, text, len, nt);
+	n = nt->len < outlen ? nt->len : outlen - 1;
+	memcpy(out, nt->text, n);
+	out[n] = '\0';
+	free(nt);
+	return n;
+}
+
+/* The index of the word at byte off of the normalised text. */
+static size_t
+word_index(const struct norm_text *nt, size_t off)
+{
+	size_t	idx = 0, i;
+
+	for (i = 0; i < off && nt->text[i] != '\0'; i++)
+		if (nt->text[i] == ' ')
+			idx++;
+	return idx;
+}
+
+/* Is the match starting at byte off negated by a word before it? */
+static bool
+match_negated(const struct lexicon *lex, const struct norm_text *nt,
+    size_t off)
+{
+	const char	*w;
+	size_t		 idx, i, k, first;
+
+	idx = word_index(nt, off);
+	if (idx >= INTENT_WORDS)
+		return false;
+	first = idx > (size_t)lex->window ? idx - (size_t)lex->window : 0;
+	/* Walk the words first..idx-1 of the same clause. */
+	for (i = 0, k = 0, w = nt->text; k < idx; k++) {
+		i = strcspn(w, " ");
+		if (k >= first && nt->clause[k] == nt->clause[idx] &&
+		    lex_is_neg(lex, w, i))
+			return true;
+		w += i + 1;
+	}
+	return false;
+}
+
+/* Does an unless pattern of in match in a clause spanned by [s, e)? */
+static bool
+match_vetoed(const struct lexicon *lex, const struct norm_text *nt,
+    enum intent in, size_t s, size_t e)
+{
+	const struct lex_pat	*lp;
+	size_t			 i, from, us, ue, w, lo, hi;
+
+	lo = word_index(nt, s);
+	hi = word_index(nt, e > s ? e - 1 : s);
+	if (hi >= INTENT_WORDS)
+		return false;
+	for (i = 0; i < lex->npats; i++) {
+		lp = &lex->pats[i];
+		if (!lp->unless || lp->intent != in)
+			continue;
+		/* Every occurrence, resuming at the word after each start. */
+		for (from = 0; from < nt->len && match_find(&lp->pat,
+		    nt->text + from, &us, &ue); ) {
+			w = word_index(nt, from + us);
+			if (w < INTENT_WORDS && nt->clause[w] >=
+			    nt->clause[lo] && nt->clause[w] <= nt->clause[hi])
+				return true;
+			from += us + strcspn(nt->text + from + us, " ") + 1;
+		}
+	}
+	return false;
+}
+
+/* Does pattern lp match nt and count (not negated, not vetoed)? */
+static bool
+pat_counts(const struct lexicon *lex, const struct norm_text *nt,
+    const struct lex_pat *lp)
+{
+	size_t	s, e;
+
+	if (lp->unless || !match_find(&lp->pat, nt->text, &s, &e))
+		return false;
+	if (lex->negatable[lp->intent] && !lp->neg_first &&
+	    match_negated(lex, nt, s))
+		return false;
+	return !match_vetoed(lex, nt, lp->intent, s, e);
+}
+
+/* Append a pattern's text to the evidence, "; "-separated, bounded. */
+static void
+evidence_add(char *ev, const char *src)
+{
+	size_t	n = strlen(ev);
+
+	snprintf(ev + n, INTENT_EVIDENCE_MAX - n, "%s%s", n ? "; " : "", src);
+}
+
+/* Pick the winner from the scores: highest, ties to priority. */
+static enum intent
+intent_pick(const struct lexicon *lex, const double *score, double *second)
+{
+	int	i, best = INTENT_NEUTRO;
+	double	bs = 0;
+
+	*second = 0;
+	for (i = 0; i < INTENT__COUNT; i++) {
+		if (score[i] <= 0)
+			continue;
+		if (score[i] > bs + 1e-9 || (score[i] > bs - 1e-9 &&
+		    lex->priority[i] > lex->priority[best])) {
+			*second = bs;
+			bs = score[i];
+			best = i;
+		} else if (score[i] > *second)
+			*second = score[i];
+	}
+	return (enum intent)best;
+}
+
+void
+intent_detect(const struct lexicon *lex, const char *text, size_t len,
+    struct intent_result *out)
+{
+	struct norm_text	 nt;
+	const struct lex_pat	*lp;
+	double			 best[INTENT__COUNT], score[INTENT__COUNT];
+	double			 second;
+	size_t			 i, hits[INTENT__COUNT];
+	int			 k;
+
+	for (k = 0; k < INTENT__COUNT; k++) {
+		best[k] = 0;
+		hits[k] = 0;
+	}
+	norm_clauses(lex, text, len, &nt);
+	for (i = 0; i < lex->npats; i++) {
+		lp = &lex->pats[i];
+		if (!pat_counts(lex, &nt, lp))
+			continue;
+		if (lp->weight > best[lp->intent])
+			best[lp->intent] = lp->weight;
+		hits[lp->intent]++;
+	}
+	for (k = 0; k < INTENT__COUNT; k++) {
+		score[k] = hits[k] == 0 ? 0 :
+		    best[k] + INTENT_EXTRA * (double)(hits[k] - 1);
+		if (score[k] > 1)
+			score[k] = 1;
+	}
+	out->intent = intent_pick(lex, score, &second);
+	out->evidence[0] = '\0';
+	if (out->intent == INTENT_NEUTRO) {
+		out->confidence = 0.5;
+		return;
+	}
+	out->confidence = score[out->intent] - 0.3 * second;
+	if (out->confidence < 0.05)
+		out->confidence = 0.05;
+	for (i = 0; i < lex->npats; i++) {
+		lp = &lex->pats[i];
+		if (lp->intent == out->intent && pat_counts(lex, &nt, lp))
+			evidence_add(out->evidence, lp->src);
+	}
+}

@@ -1,0 +1,72 @@
+/*
+ * match.h -- a small phrase-pattern matcher over normalised text (the
+ * output of text_normalize: lower-case ASCII words separated by single
+ * spaces). Shared by the intent detector and the output guard.
+ *
+ * Pattern syntax: a space-separated sequence of positions, each one of
+ *
+ *	word		exactly this word
+ *	word*		any word starting with "word"
+ *	a|b*|c		any of the alternatives (each a word or word*)
+ *	*		any ONE word
+ *	..		a gap: zero to MATCH_GAP_MAX (3) words
+ *
+ * '^' before the first position anchors the match at the start of the
+ * text; '$' after the last position anchors it at the end ("^nao$" is the
+ * whole message "nao"). Pattern words are normalised like the text when
+ * compiled, so "Não" and "nao" are the same word; each must stay one word.
+ * A pattern may not begin or end with "..", nor hold two gaps in a row,
+ * and needs at least one word position. A pattern matches anywhere in the
+ * text at word boundaries; the shortest gaps are tried first.
+ * Pure: no I/O.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef MG_MATCH_H
+#define MG_MATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core.h"
+
+#define MATCH_MAX_POS	12	/* positions in a pattern */
+#define MATCH_MAX_ALT	12	/* alternatives in one position */
+#define MATCH_BUF	256	/* bytes of words, NUL-separated */
+#define MATCH_GAP_MAX	3
+
+enum match_kind { MATCH_WORD, MATCH_ANY, MATCH_GAP };
+
+struct match_pos {
+	uint8_t		kind;		/* enum match_kind */
+	uint8_t		nalt;
+	uint16_t	alt[MATCH_MAX_ALT];	/* offsets into buf */
+	uint16_t	prefix;		/* bit i: alternative i is word* */
+};
+
+struct pattern {
+	struct match_pos	pos[MATCH_MAX_POS];
+	size_t			npos;
+	size_t			nwords;	/* word positions, for scoring */
+	bool			anchor_start;
+	bool			anchor_end;
+	char			buf[MATCH_BUF];
+};
+
+/*
+ * Compile src into p (caller-owned, no allocation). On error returns -1
+ * with a short English reason in err ("empty alternative in \"a||b\"").
+ */
+int	match_compile(struct pattern *p, const char *src, char *err,
+	    size_t errlen) MG_MUSTCHECK;
+
+/*
+ * Find the first match of p in the normalised NUL-terminated text. On a
+ * match returns true and, when not NULL, the byte offsets of the first
+ * matched word's start and the last matched word's end (exclusive).
+ * Allocation-free; borrows both.
+ */
+bool	match_find(const struct pattern *p, const char *text, size_t *start,
+	    size_t *end);
+
+#endif

@@ -1,0 +1,264 @@
+/*
+ * cmd_explain.c -- modegate explain: what modegate would do with one
+ * message, without a database. Runs intent -> policy (control ai, no
+ * recorded state) -> router -> gate on the rules of $MODEGATE_RULES_DIR and
+ * prints a short trace, or with --json one JSON object on one line.
+ *
+ * When a pending transition had expired, "expired" is true, "decision" is
+ * the decision of the fresh routing that followed (the turn audits both:
+ * EXPIRED, then it). When the policy blocks, the router does not run:
+ * "proposal" and "decision" are null and the mode is unchanged.
+ * SPDX-License-Identifier: MIT
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "cmd.h"
+#include "config.h"
+#include "ruleset.h"
+
+#ifndef MG_RULES_DIR
+#define MG_RULES_DIR "."
+#endif
+
+#define MS_PER_MIN	((int64_t)60 * 1000)
+
+struct explain {
+	const char		*message;
+	struct mode_state	 st;
+	long			 pending_age_min;
+	long			 inactive_days;
+	int			 json;
+	struct intent_result	 intent;
+	struct policy_result	 policy;
+	struct router_result	 route;
+	bool			 routed;
+	char			 constraints[GATE_TEXT_MAX];
+};
+
+/* A whole number in [min, max] from s, or -1. */
+static long
+explain_number(const char *s, long min, long max)
+{
+	char	*end;
+	long	 v = strtol(s, &end, 10);
+
+	return *s != '\0' && *end == '\0' && v >= min && v <= max ? v : -1;
+}
+
+/* Parse argv into ex; returns 0 or prints usage and returns -1. */
+static int
+explain_args(int argc, char **argv, struct explain *ex)
+{
+	static const struct option opts[] = {
+		{ "mode", required_argument, NULL, 'm' },
+		{ "pending", required_argument, NULL, 'p' },
+		{ "pending-age", required_argument, NULL, 'a' },
+		{ "inactive-days", required_argument, NULL, 'i' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int	c, mode = -1, pending = -1, bad = 0;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'm' && (mode = mode_from_name(optarg)) == -1)
+			bad = 1;
+		else if (c == 'p' && (pending = mode_from_name(optarg)) == -1)
+			bad = 1;
+		else if (c == 'a' && (ex->pending_age_min =
+		    explain_number(optarg, 0, 525600)) == -1)
+			bad = 1;
+		else if (c == 'i' && (ex->inactive_days =
+		    explain_number(optarg, 0, 36500)) == -1)
+			bad = 1;
+		else if (c == 'j')
+			ex->json = 1;
+		else if (c == '?')
+			bad = 1;
+	}
+	if (bad || mode == -1 || optind != argc - 1 || pending == mode) {
+		fprintf(stderr, "usage: modegate explain --mode MODE [--pending "
+		    "MODE --pending-age MINUTES] [--inactive-days DAYS] [--json] "
+		    "MESSAGE\n");
+		return -1;
+	}
+	ex->message = argv[optind];
+	ex->st.mode = (enum mode)mode;
+	ex->st.pending = pending;
+	return 0;
+}
+
+/* The pipeline: intent, policy, router (unless blocked), gate. */
+static void
+explain_run(const struct ruleset *rs, struct explain *ex)
+{
+	struct policy_input	pin;
+	struct router_input	rin;
+	int64_t			now = (int64_t)time(NULL) * 1000;
+	const struct mode_state	*st = &ex->st;
+
+	intent_detect(rs->lex, ex->message, strlen(ex->message), &ex->intent);
+	memset(&pin, 0, sizeof pin);
+	pin.intent = (int)ex->intent.intent;
+	pin.now_ms = now;
+	policy_eval(rs->policy, &pin, &ex->policy);
+	if (ex->st.pending >= 0)
+		ex->st.pending_at_ms = now - ex->pending_age_min * MS_PER_MIN;
+	if (ex->policy.decision == POLICY_ALLOW) {
+		memset(&rin, 0, sizeof rin);
+		rin.intent = (int)ex->intent.intent;
+		rin.manual_target = -1;
+		rin.now_ms = now;
+		rin.last_message_at_ms = now - (ex->inactive_days > 0 ?
+		    ex->inactive_days * 24 * 60 * MS_PER_MIN : MS_PER_MIN);
+		router_route(rs->matrix, &ex->st, &rin, &ex->route);
+		ex->routed = true;
+		st = &ex->route.state;
+	}
+	gate_constraints(rs->gate, st->mode, st->pending,
+	    ex->policy.constraints, ruleset_claim_text, rs->claims,
+	    ex->constraints, sizeof ex->constraints);
+}
+
+/* A JSON array of the gate's tools with (or without) the allowed bit. */
+static json_object *
+explain_tools(const struct ruleset *rs, enum mode m, bool allowed)
+{
+	json_object	*a = json_object_new_array();
+	int		 t;
+
+	for (t = 0; t < TOOL__COUNT; t++)
+		if (gate_tool_allowed(rs->gate, m, (enum tool)t) == allowed)
+			json_object_array_add(a,
+			    json_object_new_string(tool_name(t)));
+	return a;
+}
+
+/* The gate's claims (or behaviours) of mode m as a JSON array. */
+static json_object *
+explain_list(const struct ruleset *rs, enum mode m, bool claims)
+{
+	json_object	*a = json_object_new_array();
+	size_t		 i, n;
+
+	n = claims ? gate_claim_count(rs->gate, m) :
+	    gate_behavior_count(rs->gate, m);
+	for (i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_string(claims ?
+		    gate_claim(rs->gate, m, i) : gate_behavior(rs->gate, m, i)));
+	return a;
+}
+
+/* A mode name as a JSON string, or null for -1. */
+static json_object *
+json_mode(int m)
+{
+	return m >= 0 ? json_object_new_string(mode_name(m)) : NULL;
+}
+
+/* Print the result as one JSON object on one line. */
+static void
+explain_json(const struct ruleset *rs, const struct explain *ex)
+{
+	const struct mode_state	*st = ex->routed ? &ex->route.state : &ex->st;
+	json_object		*o = json_object_new_object(), *p;
+	char			 conf[16];
+
+	snprintf(conf, sizeof conf, "%.2f", ex->intent.confidence);
+	json_object_object_add(o, "intent",
+	    json_object_new_string(intent_name(ex->intent.intent)));
+	json_object_object_add(o, "confidence",
+	    json_object_new_double_s(ex->intent.confidence, conf));
+	json_object_object_add(o, "evidence",
+	    json_object_new_string(ex->intent.evidence));
+	p = json_object_new_object();
+	json_object_object_add(p, "decision", json_object_new_string(
+	    policy_decision_name(ex->policy.decision)));
+	json_object_object_add(p, "rule",
+	    json_object_new_string(ex->policy.rule));
+	json_object_object_add(o, "policy", p);
+	json_object_object_add(o, "proposal",
+	    json_mode(ex->routed ? ex->route.proposal : -1));
+	json_object_object_add(o, "decision", ex->routed ?
+	    json_object_new_string(decision_name(ex->route.decision)) : NULL);
+	json_object_object_add(o, "expired",
+	    json_object_new_boolean(ex->routed && ex->route.expired));
+	json_object_object_add(o, "reason", ex->routed ?
+	    json_object_new_string(ex->route.reason) : NULL);
+	json_object_object_add(o, "mode", json_mode((int)st->mode));
+	json_object_object_add(o, "pending_transition", json_mode(st->pending));
+	json_object_object_add(o, "tools_allowed",
+	    explain_tools(rs, st->mode, true));
+	json_object_object_add(o, "tools_removed",
+	    explain_tools(rs, st->mode, false));
+	json_object_object_add(o, "forbidden_claims",
+	    explain_list(rs, st->mode, true));
+	json_object_object_add(o, "required_behavior",
+	    explain_list(rs, st->mode, false));
+	json_object_object_add(o, "prompt_constraints",
+	    json_object_new_string(ex->constraints));
+	printf("%s\n", json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+/* Print a short human-readable trace. */
+static void
+explain_text(const struct ruleset *rs, const struct explain *ex)
+{
+	const struct mode_state	*st = ex->routed ? &ex->route.state : &ex->st;
+	int			 t;
+
+	printf("intent      %s (%.2f) %s\n", intent_name(ex->intent.intent),
+	    ex->intent.confidence, ex->intent.evidence);
+	printf("policy      %s by %s\n", policy_decision_name(
+	    ex->policy.decision), ex->policy.rule);
+	if (ex->routed)
+		printf("router      %s%s -> mode %s, pending %s (%s)\n",
+		    ex->route.expired ? "EXPIRED, then " : "",
+		    decision_name(ex->route.decision), mode_name(st->mode),
+		    st->pending >= 0 ? mode_name(st->pending) : "none",
+		    ex->route.reason);
+	else
+		printf("router      not run (blocked by policy)\n");
+	printf("tools      ");
+	for (t = 0; t < TOOL__COUNT; t++)
+		if (gate_tool_allowed(rs->gate, st->mode, (enum tool)t))
+			printf(" %s", tool_name(t));
+	printf("\nconstraints\n%s\n", ex->constraints);
+}
+
+int
+cmd_explain(int argc, char **argv)
+{
+	struct explain	 ex;
+	struct ruleset	 rs;
+	struct diag	 d;
+	const char	*dir;
+	size_t		 i;
+
+	memset(&ex, 0, sizeof ex);
+	mode_state_init(&ex.st, 0);
+	if (explain_args(argc, argv, &ex) == -1)
+		return EX_USAGE_CODE;
+	if ((dir = getenv("MODEGATE_RULES_DIR")) == NULL || *dir == '\0')
+		dir = MG_RULES_DIR;
+	diag_init(&d);
+	if (ruleset_load(&rs, dir, &d) == -1) {
+		for (i = 0; i < d.n; i++)
+			fprintf(stderr, "%s\n", d.msg[i]);
+		return EX_CONFIG_CODE;
+	}
+	explain_run(&rs, &ex);
+	if (ex.json)
+		explain_json(&rs, &ex);
+	else
+		explain_text(&rs, &ex);
+	ruleset_free(&rs);
+	return 0;
+}

@@ -1,0 +1,139 @@
+/*
+ * cmd_serve.c -- modegate serve: the webhook front door. Refuses to start
+ * on any configuration problem (exit 78); SIGINT/SIGTERM stop accepting,
+ * finish the batches in flight, and exit 0.
+ * SPDX-License-Identifier: MIT
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "cmd.h"
+#include "config.h"
+#include "ingest.h"
+#include "log.h"
+#include "migrate.h"
+#include "server.h"
+
+#define DRAIN_MAX_S	10
+
+struct serve_state {
+	struct server	 srv;
+	struct event	*drain;
+	double		 stop_at;
+};
+
+/* While draining: exit the loop once nothing is queued or in flight. */
+static void
+serve_drain_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct serve_state	*st = arg;
+	size_t			 left = ingest_pending(st->srv.ingest);
+
+	if (left == 0 || server_now() > st->stop_at) {
+		if (left > 0)
+			log_warnx("serve: %zu requests unanswered at exit",
+			    left);
+		event_base_loopexit(st->srv.base, NULL);
+	}
+}
+
+/*
+ * SIGINT/SIGTERM: the first drains; another one a second later exits at
+ * once (Ctrl-C reaches us from the terminal and from make run's trap).
+ */
+static void
+serve_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct serve_state	*st = arg;
+	struct timeval		 tv = { 0, 20000 };
+
+	if (st->srv.draining) {
+		if (server_now() > st->stop_at - DRAIN_MAX_S + 1)
+			event_base_loopexit(st->srv.base, NULL);
+		return;
+	}
+	log_info("serve: signal %d, stopping", (int)sig);
+	http_stop_accepting(&st->srv);
+	st->stop_at = server_now() + DRAIN_MAX_S;
+	st->drain = event_new(st->srv.base, -1, EV_PERSIST, serve_drain_tick,
+	    st);
+	if (st->drain == NULL || event_add(st->drain, &tv) == -1)
+		event_base_loopexit(st->srv.base, NULL);
+}
+
+/* Load the configuration and the newest migration number; 0 or exit code. */
+static int
+serve_config(struct config *cfg, int *latest)
+{
+	struct diag	d;
+	char		sqldir[4096], err[512];
+	size_t		i;
+	int		lvl;
+
+	diag_init(&d);
+	if (config_load(cfg, &d) == 0) {
+		snprintf(sqldir, sizeof sqldir, "%s/sql", cfg->rules_dir);
+		if (migrate_latest(sqldir, latest, err, sizeof err) == -1)
+			diag_add(&d, "MODEGATE_RULES_DIR", "", "%s", err);
+	}
+	if (d.n > 0 || d.dropped > 0) {
+		for (i = 0; i < d.n; i++)
+			fprintf(stderr, "%s\n", d.msg[i]);
+		if (d.dropped > 0)
+			fprintf(stderr, "... and %zu more problems\n",
+			    d.dropped);
+		fprintf(stderr, "serve: refusing to start\n");
+		return EX_CONFIG_CODE;
+	}
+	lvl = log_level_from_name(cfg->log_level);
+	log_init(lvl < 0 ? LOG_INFO : (enum log_level)lvl,
+	    strcmp(cfg->log_format, "json") == 0);
+	return 0;
+}
+
+int
+cmd_serve(int argc, char **argv)
+{
+	struct serve_state	 st;
+	struct config		 cfg;
+	struct event		*sigint = NULL, *sigterm = NULL;
+	int			 rc;
+
+	if (argc > 1) {
+		fprintf(stderr, "usage: modegate serve\n");
+		return EX_USAGE_CODE;
+	}
+	memset(&st, 0, sizeof st);
+	if ((rc = serve_config(&cfg, &st.srv.schema_latest)) != 0) {
+		config_free(&cfg);
+		return rc;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	st.srv.cfg = &cfg;
+	rc = 1;
+	if ((st.srv.base = event_base_new()) == NULL)
+		goto done;
+	sigint = evsignal_new(st.srv.base, SIGINT, serve_signal, &st);
+	sigterm = evsignal_new(st.srv.base, SIGTERM, serve_signal, &st);
+	if (sigint == NULL || sigterm == NULL || event_add(sigint, NULL) ||
+	    event_add(sigterm, NULL) || http_start(&st.srv) == -1)
+		goto done;
+	event_base_dispatch(st.srv.base);
+	log_info("serve: stopped");
+	rc = 0;
+done:
+	http_free(&st.srv);
+	if (st.drain != NULL)
+		event_free(st.drain);
+	if (sigint != NULL)
+		event_free(sigint);
+	if (sigterm != NULL)
+		event_free(sigterm);
+	if (st.srv.base != NULL)
+		event_base_free(st.srv.base);
+	config_free(&cfg);
+	return rc;
+}

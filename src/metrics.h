@@ -1,0 +1,40 @@
+/*
+ * metrics.h -- counters for GET /metrics (Prometheus text format 0.0.4).
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef MG_METRICS_H
+#define MG_METRICS_H
+
+#include <stdint.h>
+
+struct evbuffer;
+
+#define METRICS_NCODES		10	/* see metrics.c */
+#define METRICS_NBUCKETS	12
+#define METRICS_NSTATES		5	/* inbox states */
+
+struct metrics {
+	uint64_t	requests[METRICS_NCODES];	/* /webhook by code */
+	uint64_t	hist[METRICS_NBUCKETS + 1];	/* last: +Inf only */
+	double		sum;
+	uint64_t	count;
+	uint64_t	sig_failures;
+	uint64_t	batches;
+	uint64_t	batch_rows;
+	uint64_t	batch_failures;
+	int64_t		inbox[METRICS_NSTATES];		/* -1: not known yet */
+};
+
+/* The inbox states, in the order of metrics.inbox. */
+extern const char *const metrics_states[METRICS_NSTATES];
+
+void	metrics_init(struct metrics *);
+
+/* Count one /webhook answer with its latency in seconds. */
+void	metrics_request(struct metrics *, int code, double seconds);
+
+/* Append the exposition text to out. */
+void	metrics_render(const struct metrics *, struct evbuffer *out,
+	    int db_connections_up, int ready);
+
+#endif

@@ -1,0 +1,44 @@
+#!/bin/sh
+# modegate explain --json on the seed's DoD messages: keys and values.
+set -u
+bin=${MODEGATE_BIN:-bin/modegate}
+cd "$(dirname "$0")/../.." || exit 1
+export MODEGATE_RULES_DIR="$(pwd)"
+n=0
+# check DESCRIPTION PYTHON-EXPR -- explain ARGS: the expression, over the
+# parsed object j, must be true.
+check() {
+	desc=$1 expr=$2
+	shift 3
+	n=$((n + 1))
+	out=$("$bin" explain --json "$@" 2>&1)
+	if printf '%s' "$out" | python3 -c "import json,sys
+j = json.loads(sys.stdin.read())
+sys.exit(0 if ($expr) else 1)" 2>/dev/null; then
+		echo "ok $n - $desc"
+	else
+		echo "not ok $n - $desc"
+		echo "# $out"
+	fi
+}
+echo "1..7"
+check "all keys present" "set(j) >= {'intent','confidence','policy','proposal','decision','mode','pending_transition','tools_allowed','tools_removed','forbidden_claims','required_behavior','prompt_constraints'}" \
+    -- --mode discovery "Oi, tudo bem?"
+check "discovery: interest is PENDING oferta, mode still discovery, no buscar_vagas" \
+    "j['intent']=='INTERESSE_VAGA' and j['decision']=='PENDING' and j['proposal']=='oferta' and j['mode']=='discovery' and j['pending_transition']=='oferta' and 'buscar_vagas' in j['tools_removed'] and 'MICRO-CONFIRMAÇÃO' in j['prompt_constraints']" \
+    -- --mode discovery "Quero saber de vagas!"
+check "pending oferta: a yes confirms, oferta tools, pending cleared" \
+    "j['decision']=='CONFIRM' and j['mode']=='oferta' and j['pending_transition'] is None and 'buscar_vagas' in j['tools_allowed'] and j['forbidden_claims']==['dona_da_vaga','negocia_valor','confirma_reserva','promessa']" \
+    -- --mode discovery --pending oferta --pending-age 5 "Sim, tenho CRM ativo"
+check "pending oferta: a refusal cancels" \
+    "j['decision']=='CANCEL' and j['mode']=='discovery' and j['pending_transition'] is None and 'Respeite' in j['prompt_constraints']" \
+    -- --mode discovery --pending oferta --pending-age 5 "não, obrigado"
+check "a pending of 30 minutes has expired" \
+    "j['expired'] is True and j['mode']=='discovery' and j['pending_transition'] is None" \
+    -- --mode discovery --pending oferta --pending-age 30 "Sim, tenho CRM ativo"
+check "opt-out is blocked by policy, router not run" \
+    "j['intent']=='OPT_OUT' and j['policy']=={'decision':'BLOCK','rule':'opt_out_request'} and j['decision'] is None" \
+    -- --mode oferta "para de me mandar mensagem"
+check "35 days idle goes to reativacao" \
+    "j['decision']=='APPLY' and j['mode']=='reativacao' and j['reason']=='inactivity:35d'" \
+    -- --mode oferta --inactive-days 35 "oi"
