@@ -194,7 +194,8 @@ CREATE TABLE wa_templates (
 CREATE TABLE outbox (
 	id			bigserial PRIMARY KEY,
 	conversation_id		bigint NOT NULL REFERENCES conversations (id),
-	inbox_id		bigint REFERENCES inbox (id),	-- turn's last inbound
+	inbox_id		bigint,		-- the turn's last inbound (no FK:
+						-- inbox stays truncatable)
 	kind			text NOT NULL
 				CHECK (kind IN ('text', 'template', 'read')),
 	payload			jsonb NOT NULL,
