@@ -75,8 +75,6 @@ static const struct cf_entry cf_table[] = {
 	{ "MODEGATE_DB_CONNECTIONS", CF_INT, 0, "2", 1, 64, NULL, 0,
 	  OFF(db_connections), "PostgreSQL connections used for webhook "
 	  "ingest (each commits a batch at a time)" },
-	{ "MODEGATE_MAX_CONNECTIONS", CF_INT, 0, "1024", 16, 65536, NULL, 0,
-	  OFF(max_connections), "most HTTP connections open at once" },
 };
 
 #define CF_COUNT (sizeof cf_table / sizeof cf_table[0])
@@ -223,6 +221,7 @@ void
 config_print_table(void)
 {
 	const struct cf_entry	*e;
+	const char		*c;
 	size_t			 i;
 
 	printf("| variable | default | accepted | secret | meaning |\n");
@@ -237,8 +236,13 @@ config_print_table(void)
 		case CF_INT:
 			printf("%ld–%ld", e->min, e->max);
 			break;
-		case CF_ENUM:
-			printf("`%s`", e->choices);
+		case CF_ENUM:	/* '|' would end the Markdown cell */
+			for (c = e->choices; *c != '\0'; c++) {
+				if (*c == '|')
+					fputs(" \\| ", stdout);
+				else
+					putchar(*c);
+			}
 			break;
 		case CF_URL:
 			printf("http(s) URL");

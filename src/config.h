@@ -30,7 +30,6 @@ struct config {
 	char	*log_level;
 	char	*log_format;		/* text | json */
 	int	 db_connections;	/* ingest connections (group commit) */
-	int	 max_connections;	/* HTTP connection cap */
 };
 
 /*
