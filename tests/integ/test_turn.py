@@ -173,6 +173,29 @@ def test_seed_three_messages_end_to_end(h):
     assert replies(h)[2].startswith("Pronto!"), replies(h)
     eq([a[0] for a in audit(h, "tool")], ["executed", "executed"],
        "tools audited")
+    # 4: the outcome reported in followup
+    llm.script([{"text": "Que ótimo! Fico feliz que deu certo 🙌"}])
+    send(h, "wamid.s4", "Fechou sim, deu tudo certo")
+    settled(h, "wamid.s4")
+    eq(h.sql1("SELECT status FROM funnel_events ORDER BY id DESC LIMIT 1"),
+       "fechado_com_responsavel", "outcome in the funnel")
+
+
+def test_flag_shadow_routes_without_changing(h):
+    llm = ready(h)
+    h.sql("UPDATE feature_flags SET value = 'shadow' "
+          "WHERE name = 'conversation_mode_enabled'")
+    send(h, "wamid.sh1", "Quero saber de vagas!")
+    settled(h, "wamid.sh1")
+    eq((conv(h, "conversation_mode"), conv(h, "pending_transition")),
+       ("discovery", None), "mode not changed")
+    req = llm_calls(llm)[0]
+    eq(len(tools_offered(req)), 5, "all tools offered")
+    r = audit(h, "router")[0]
+    eq(r[0], "PENDING", "decision audited")
+    eq(json.loads(r[2])["applied"], False, "not applied")
+    assert "buscar_vagas" in json.loads(audit(h, "gate")[0][2])[
+        "tools_would_remove"], "would-remove audited"
 
 
 def test_forbidden_tool_refused_not_executed(h):
