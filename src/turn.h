@@ -14,11 +14,7 @@
 
 #include "dbq.h"
 #include "llm.h"
-/* mode/router.h's enum event and libevent's struct event share C's tag
- * namespace: rename the enum in this translation unit. */
-#define event	mg_router_event
 #include "pipeline.h"
-#undef event
 
 struct config;
 
