@@ -255,6 +255,7 @@ LANGUAGE sql STABLE AS $$
 		'objecao_resolvida', c.objecao_resolvida,
 		'especialidade', c.especialidade, 'regiao', c.regiao,
 		'mode_updated_at', c.mode_updated_at,
+		'mode_updated_reason', c.mode_updated_reason,
 		'mode_source', c.mode_source),
 	    'flag', (SELECT jsonb_build_object('value', f.value,
 		    'percent', f.percent, 'in_rollout', r.inr,

@@ -387,3 +387,26 @@ def test_crash_mid_turn_answered_once(h):
     h.start()
     eq(settled(h, "wamid.k1", 20), "done", "redone after the lease")
     eq(replies(h), ["Oi! Qual sua especialidade?"], "answered once")
+
+
+def test_objection_blocks_offer_until_resolved(h):
+    """oferta + a soft objection moves back to discovery; the router then
+    reads why (mg_context's mode_updated_reason) and refuses a new offer
+    until the objection is marked resolved."""
+    ready(h)
+    send(h, "wamid.obj-0", "oi")
+    settled(h, "wamid.obj-0")
+    h.sql("UPDATE conversations SET conversation_mode = 'oferta' "
+          "WHERE wa_id = '%s'" % DOCTOR)
+    send(h, "wamid.obj-1", "ta muito longe pra mim, nao compensa")
+    settled(h, "wamid.obj-1")
+    eq(conv(h, "conversation_mode"), "discovery", "objection -> discovery")
+    send(h, "wamid.obj-2", "quero saber de vagas")
+    settled(h, "wamid.obj-2")
+    eq(audit(h, "router")[-1][0], "REJECT", "offer refused")
+    eq(conv(h, "pending_transition"), None, "nothing pending")
+    h.sql("UPDATE conversations SET objecao_resolvida = true "
+          "WHERE wa_id = '%s'" % DOCTOR)
+    send(h, "wamid.obj-3", "quero saber de vagas")
+    settled(h, "wamid.obj-3")
+    eq(conv(h, "pending_transition"), "oferta", "offer possible again")
