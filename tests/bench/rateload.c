@@ -6,8 +6,11 @@
  * latency is taken from its scheduled time (so a stalled server is not
  * hidden by the client waiting: no coordinated omission).
  *
- *   rateload -r RATE -d SECONDS -c CONNS -f PAYLOADS.tsv URL
+ *   rateload -r RATE -d SECONDS -c CONNS -f PAYLOADS.tsv [-l SENT.log] URL
  *
+ * With -l, one "payload-line<TAB>scheduled-send-time" line per request is
+ * written (Unix seconds, wall clock), so a benchmark can match each request
+ * with what a peer saw later (the turn benchmark).
  * PAYLOADS.tsv is gen_payloads.py's "hexsig<TAB>body" format. Prints one
  * "@@ requests= ok200= non200= errors= rps= p50_ms= p99_ms= max_ms=" line.
  * SPDX-License-Identifier: MIT
@@ -46,6 +49,8 @@ struct load {
 	double			*lat;
 	const char		*host, *path;
 	int			 port;
+	FILE			*log;
+	double			 wall0;	/* wall clock at start */
 };
 
 struct inflight {
@@ -111,6 +116,9 @@ load_pump(struct load *ld)
 		f->ld = ld;
 		f->c = c;
 		f->due = ld->start + (double)ld->sent / ld->rate;
+		if (ld->log != NULL)
+			fprintf(ld->log, "%zu\t%.6f\n", ld->next % ld->npl,
+			    ld->wall0 + (f->due - ld->start));
 		p = &ld->pl[ld->next++ % ld->npl];
 		req = evhttp_request_new(on_done, f);
 		snprintf(hdr, sizeof hdr, "sha256=%s", p->sig);
@@ -203,12 +211,18 @@ main(int argc, char **argv)
 	ld.rate = 1000;
 	ld.duration = 10;
 	ld.nconns = 64;
-	while ((ch = getopt(argc, argv, "r:d:c:f:")) != -1) {
+	while ((ch = getopt(argc, argv, "r:d:c:f:l:")) != -1) {
 		switch (ch) {
 		case 'r': ld.rate = atof(optarg); break;
 		case 'd': ld.duration = atof(optarg); break;
 		case 'c': ld.nconns = atoi(optarg); break;
 		case 'f': file = optarg; break;
+		case 'l':
+			if ((ld.log = fopen(optarg, "w")) == NULL) {
+				perror(optarg);
+				return 1;
+			}
+			break;
 		default: goto usage;
 		}
 	}
@@ -236,9 +250,17 @@ main(int argc, char **argv)
 		    ld.host, (unsigned short)ld.port);
 	tick = event_new(ld.base, -1, EV_PERSIST, on_tick, &ld);
 	event_add(tick, &ms);
+	{
+		struct timespec	ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ld.wall0 = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	}
 	ld.start = now_s();
 	event_base_dispatch(ld.base);
 	secs = now_s() - ld.start;
+	if (ld.log != NULL)
+		fclose(ld.log);
 	qsort(ld.lat, (size_t)ld.done, sizeof(double), cmp_double);
 	printf("@@ requests=%ld ok200=%ld non200=%ld errors=%ld rps=%.1f "
 	    "p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", ld.done, ld.ok,
@@ -249,6 +271,6 @@ main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: rateload -r RATE -d SECONDS -c CONNS "
-	    "-f PAYLOADS.tsv URL\n");
+	    "-f PAYLOADS.tsv [-l SENT.log] URL\n");
 	return 64;
 }

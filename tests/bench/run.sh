@@ -124,8 +124,77 @@ ingest() {
 	say "$(python3 -c "print('  modegate = %.1fx the Node peer (target >= 4x), %.0f%% of the verify ceiling (target >= 40%%)' % ($mg/$nd, 100*$mg/$ce))")"
 }
 
+# start_fake KIND [ARGS]: a fake peer on a free port; sets FAKE_URL.
+start_fake() {
+	kind=$1
+	shift
+	python3 "tests/fakes/fake_$kind.py" --port 0 "$@" >"$tmp/$kind.port" 2>/dev/null &
+	pids="$pids $!"
+	i=0
+	until [ -s "$tmp/$kind.port" ]; do
+		i=$((i + 1)); [ $i -gt 50 ] && { echo "bench: fake $kind did not start" >&2; exit 1; }
+		sleep 0.1
+	done
+	FAKE_URL=http://127.0.0.1:$(head -1 "$tmp/$kind.port")
+}
+
+# serve_turns NAME LLM_URL GRAPH_URL [VAR=VALUE...]: modegate answering
+# turns with the fakes; sets MG_PID and MG_PORT.
+serve_turns() {
+	name=$1 llm=$2 graph=$3
+	shift 3
+	MG_PORT=$(pg_free_port)
+	env WHATSAPP_APP_SECRET="$secret" WHATSAPP_VERIFY_TOKEN=bench \
+		MODEGATE_LISTEN=127.0.0.1:$MG_PORT MODEGATE_LOG_LEVEL=warn \
+		LLM_PROVIDER=anthropic LLM_API_KEY=bench LLM_BASE_URL="$llm" \
+		WHATSAPP_TOKEN=bench WHATSAPP_API_BASE="$graph/v25.0" \
+		MODEGATE_COALESCE_MS=0 "$@" "$bin" serve 2>"$tmp/$name.log" &
+	MG_PID=$!
+	pids="$pids $MG_PID"
+	wait_http "$MG_PORT"
+}
+
+# Turn overhead (issue 4): webhook POST -> reply at the fake Graph API with
+# zero-latency fakes at 200 turns/s; then 1,000 turns in flight against a
+# fake LLM that takes 2 s, with the process's peak RSS.
+turn() {
+	secret=bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+	[ -f "$tmp/pg/port" ] || pg_start "$tmp/pg"
+	"$bin" migrate >/dev/null 2>&1
+	psql -qX -f sql/seed_demo.sql >/dev/null
+	n=$((200 * secs))
+	python3 tests/bench/turn_bench.py payloads "$n" "$secret" "$tmp/turn.tsv"
+	start_fake llm; llm=$FAKE_URL
+	start_fake graph; graph=$FAKE_URL
+	serve_turns turn "$llm" "$graph"
+	"$out/rateload" -r 200 -d "$secs" -c 32 -f "$tmp/turn.tsv" -l "$tmp/sent.log" \
+		"http://127.0.0.1:$MG_PORT/webhook" >/dev/null
+	i=0
+	while [ "$(psql -qtAX -c "SELECT count(*) FROM outbox WHERE kind = 'text' AND state = 'sent'")" -lt "$n" ] && [ $i -lt 300 ]; do
+		i=$((i + 1)); sleep 0.1
+	done
+	line=$(python3 tests/bench/turn_bench.py latency "$tmp/sent.log" "$graph")
+	say "turns @200/s, ${secs}s, zero-latency fakes: webhook POST -> reply at the Graph API"
+	say "  $(echo "$line" | sed 's/^@@ //')   (target p99 < 20 ms)"
+	kill "$MG_PID"; wait "$MG_PID" 2>/dev/null || true
+
+	python3 tests/bench/turn_bench.py payloads 1100 "$secret" "$tmp/slow.tsv"
+	start_fake llm --delay 2; slow=$FAKE_URL
+	serve_turns slow "$slow" "$graph" MODEGATE_MAX_TURNS=1000 LLM_TIMEOUT=30
+	"$out/rateload" -r 1100 -d 1 -c 64 -f "$tmp/slow.tsv" \
+		"http://127.0.0.1:$MG_PORT/webhook" >/dev/null
+	sleep 4
+	rss=$(awk '/VmHWM/ {print $2}' "/proc/$MG_PID/status")
+	line=$(python3 tests/bench/turn_bench.py inflight "$slow")
+	say "turns with a 2 s LLM: $(echo "$line" | sed 's/^@@ //') peak_rss_mb=$((rss / 1024))   (targets >= 1000 in flight, RSS < 200 MB)"
+	kill "$MG_PID"; wait "$MG_PID" 2>/dev/null || true
+}
+
 case "${BENCH_ONLY:-all}" in
 all | ingest) ingest ;;
+esac
+case "${BENCH_ONLY:-all}" in
+all | turn) turn ;;
 esac
 if [ "${BENCH_ONLY:-all}" = all ] || [ "${BENCH_ONLY:-all}" = intent ]; then
 	[ -f tests/bench/intent_bench.c ] && make --no-print-directory bench-intent | tee -a "$results"

@@ -4,11 +4,13 @@ A fake keeps a queue of scripted steps and a list of recorded requests.
 Control endpoints (never used by real peers):
   POST   /__script    body: a JSON list of steps (appended to the queue)
   DELETE /__script    clear the queue
-  GET    /__requests  every request so far: [{method,path,headers,body}]
+  GET    /__requests  every request so far: [{method,path,headers,body,t}]
+                      (t: arrival, Unix seconds, for latency benchmarks)
   POST   /__reset     clear queue and recorded requests
 Common step keys: "status", "headers", "body" (JSON, sent verbatim),
 "raw" (text sent verbatim), "delay" (seconds to sleep before answering;
-a client with a shorter timeout gives up first).
+a client with a shorter timeout gives up first). --delay S makes every
+unscripted answer wait S seconds (a slow peer for load benchmarks).
 SPDX-License-Identifier: MIT
 """
 import argparse
@@ -34,6 +36,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     state = None        # set by serve()
     answer = None       # fn(handler, req, step) -> (status, headers, bytes)
+    default_delay = 0   # --delay
 
     def log_message(self, fmt, *args):
         pass
@@ -80,6 +83,7 @@ class Handler(BaseHTTPRequestHandler):
     def handle_any(self, method):
         if self.path.startswith("/__"):
             return self.control(method)
+        t = time.time()
         raw = self.read_body()
         try:
             body = json.loads(raw) if raw else None
@@ -87,12 +91,13 @@ class Handler(BaseHTTPRequestHandler):
             body = None
         req = {"method": method, "path": self.path,
                "headers": {k.lower(): v for k, v in self.headers.items()},
-               "body": body, "raw": raw.decode("utf-8", "replace")}
+               "body": body, "raw": raw.decode("utf-8", "replace"), "t": t}
         with self.state.lock:
             self.state.requests.append(req)
         step = self.state.pop()
-        if step and step.get("delay"):
-            time.sleep(float(step["delay"]))
+        delay = step.get("delay") if step else self.default_delay
+        if delay:
+            time.sleep(float(delay))
         status, headers, obj, rawtext = self.answer(req, step)
         self.send_json(status, obj, headers, rawtext)
 
@@ -111,13 +116,17 @@ def serve(answer, description):
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--script", help="JSON file holding a list of steps")
+    ap.add_argument("--delay", type=float, default=0,
+                    help="seconds every unscripted answer waits")
     args = ap.parse_args()
     st = State()
     if args.script:
         with open(args.script) as f:
             st.script.extend(json.load(f))
     handler = type("H", (Handler,), {"state": st,
-                                     "answer": staticmethod(answer)})
+                                     "answer": staticmethod(answer),
+                                     "default_delay": args.delay})
+    ThreadingHTTPServer.request_queue_size = 1024
     srv = ThreadingHTTPServer((args.host, args.port), handler)
     srv.daemon_threads = True
     print(srv.server_address[1], flush=True)

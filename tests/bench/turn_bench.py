@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""turn_bench.py -- helpers for the turn benchmark (tests/bench/turn.sh).
+
+  turn_bench.py payloads N SECRET OUT.tsv   N signed webhooks, one doctor each
+  turn_bench.py latency SENT.log GRAPH_URL  webhook POST -> reply at the fake
+                                            Graph API: p50/p99, replies/doctor
+  turn_bench.py inflight LLM_URL            most LLM requests open at once
+
+Doctor i has the number 5511900000000 + i; payload line i is doctor i, so a
+line of rateload's -l log matches the reply whose "to" is that number.
+Standard library only.
+"""
+import hashlib
+import hmac
+import json
+import sys
+import time
+import urllib.request
+
+BASE = 5511900000000
+TEXTS = ["oi, tudo bem?", "tem plantao de clinica geral na zona sul?",
+         "sou pediatra, atendo no abc", "quero saber de vagas!",
+         "qual o valor do plantao noturno?", "bom dia dra"]
+
+
+def payloads(n, secret, out):
+    now = int(time.time())
+    with open(out, "w") as f:
+        for i in range(n):
+            doctor = str(BASE + i)
+            body = json.dumps({
+                "object": "whatsapp_business_account", "entry": [{
+                    "id": "1", "changes": [{"field": "messages", "value": {
+                        "messaging_product": "whatsapp",
+                        "metadata": {"display_phone_number": "5511900000000",
+                                     "phone_number_id": "100"},
+                        "contacts": [{"profile": {"name": "Dr %d" % i},
+                                      "wa_id": doctor}],
+                        "messages": [{
+                            "from": doctor, "id": "wamid.turn-%d-%d" % (now, i),
+                            "timestamp": str(now), "type": "text",
+                            "text": {"body": TEXTS[i % len(TEXTS)]}}]}}]}]},
+                separators=(",", ":"))
+            sig = hmac.new(secret.encode(), body.encode(),
+                           hashlib.sha256).hexdigest()
+            f.write("%s\t%s\n" % (sig, body))
+
+
+def requests(url):
+    with urllib.request.urlopen(url + "/__requests") as r:
+        return json.load(r)
+
+
+def pct(xs, p):
+    return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else float("nan")
+
+
+def latency(sent_log, graph):
+    sent = {}
+    with open(sent_log) as f:
+        for line in f:
+            i, t = line.split("\t")
+            sent.setdefault(int(i), float(t))
+    replies = {}
+    for r in requests(graph):
+        b = r.get("body") or {}
+        if b.get("type") != "text":
+            continue
+        i = int(b.get("to", "+0").lstrip("+")) - BASE
+        replies.setdefault(i, []).append(r["t"])
+    lat = sorted((min(ts) - sent[i]) * 1e3 for i, ts in replies.items()
+                 if i in sent)
+    dup = sum(len(ts) - 1 for ts in replies.values())
+    print("@@ turns=%d replied=%d duplicates=%d p50_ms=%.1f p99_ms=%.1f "
+          "max_ms=%.1f" % (len(sent), len(lat), dup, pct(lat, 0.5),
+                           pct(lat, 0.99), lat[-1] if lat else float("nan")))
+
+
+def inflight(llm):
+    reqs = [r for r in requests(llm) if r["path"].endswith("/messages")]
+    ev = sorted([(r["t"], 1) for r in reqs] +
+                [(r["t"] + 2.0, -1) for r in reqs])
+    cur = peak = 0
+    for _, d in ev:
+        cur += d
+        peak = max(peak, cur)
+    print("@@ llm_requests=%d peak_in_flight=%d" % (len(reqs), peak))
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "payloads":
+        payloads(int(sys.argv[2]), sys.argv[3], sys.argv[4])
+    elif cmd == "latency":
+        latency(sys.argv[2], sys.argv[3])
+    elif cmd == "inflight":
+        inflight(sys.argv[2])
