@@ -269,7 +269,7 @@ matrix_find_intent(const struct matrix *m, enum mode from, enum intent in)
 }
 
 const struct transition *
-matrix_find_event(const struct matrix *m, enum mode from, enum event ev)
+matrix_find_event(const struct matrix *m, enum mode from, enum router_event ev)
 {
 	size_t	i;
 
@@ -364,7 +364,7 @@ static bool
 route_events(const struct matrix *m, const struct router_input *in,
     struct router_result *out)
 {
-	static const enum event	 order[] = { EVENT_CAMPAIGN,
+	static const enum router_event	 order[] = { EVENT_CAMPAIGN,
 	    EVENT_BRIDGE_MADE, EVENT_OUTCOME_REPORTED };
 	const struct transition	*t;
 	unsigned		 ev = in->events;

@@ -19,7 +19,7 @@
 	X(EVENT_CAMPAIGN, "campaign")
 
 #define MG_ENUM_ITEM(e, s) e,
-enum event { EVENT_LIST(MG_ENUM_ITEM) EVENT__COUNT };
+enum router_event { EVENT_LIST(MG_ENUM_ITEM) EVENT__COUNT };
 #undef MG_ENUM_ITEM
 
 const char	*event_name(int);		/* "?" when out of range */
@@ -32,7 +32,7 @@ enum trans_how { HOW_AUTO, HOW_CONFIRM };
 struct transition {
 	enum mode	from, to;
 	int		trigger_intent;	/* enum intent, or -1 */
-	int		trigger_event;	/* enum event, or -1 */
+	int		trigger_event;	/* enum router_event, or -1 */
 	bool		trigger_any;	/* "any": any inbound message */
 	enum trans_how	how;
 };
@@ -60,7 +60,7 @@ int		 matrix_inactivity_days(const struct matrix *);
 const struct transition *matrix_find_intent(const struct matrix *,
 	    enum mode from, enum intent);
 const struct transition *matrix_find_event(const struct matrix *,
-	    enum mode from, enum event);
+	    enum mode from, enum router_event);
 /* Does the matrix allow from -> to by any trigger? */
 bool		 matrix_allows(const struct matrix *, enum mode from,
 	    enum mode to);

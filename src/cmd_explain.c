@@ -20,6 +20,7 @@
 
 #include "cmd.h"
 #include "config.h"
+#include "pipeline.h"
 #include "ruleset.h"
 
 #ifndef MG_RULES_DIR
@@ -97,32 +98,26 @@ explain_args(int argc, char **argv, struct explain *ex)
 static void
 explain_run(const struct ruleset *rs, struct explain *ex)
 {
-	struct policy_input	pin;
-	struct router_input	rin;
+	struct pipeline_input	in;
+	struct pipeline_result	out;
 	int64_t			now = (int64_t)time(NULL) * 1000;
-	const struct mode_state	*st = &ex->st;
 
-	intent_detect(rs->lex, ex->message, strlen(ex->message), &ex->intent);
-	memset(&pin, 0, sizeof pin);
-	pin.intent = (int)ex->intent.intent;
-	pin.now_ms = now;
-	policy_eval(rs->policy, &pin, &ex->policy);
 	if (ex->st.pending >= 0)
 		ex->st.pending_at_ms = now - ex->pending_age_min * MS_PER_MIN;
-	if (ex->policy.decision == POLICY_ALLOW) {
-		memset(&rin, 0, sizeof rin);
-		rin.intent = (int)ex->intent.intent;
-		rin.manual_target = -1;
-		rin.now_ms = now;
-		rin.last_message_at_ms = now - (ex->inactive_days > 0 ?
-		    ex->inactive_days * 24 * 60 * MS_PER_MIN : MS_PER_MIN);
-		router_route(rs->matrix, &ex->st, &rin, &ex->route);
-		ex->routed = true;
-		st = &ex->route.state;
-	}
-	gate_constraints(rs->gate, st->mode, st->pending,
-	    ex->policy.constraints, ruleset_claim_text, rs->claims,
-	    ex->constraints, sizeof ex->constraints);
+	memset(&in, 0, sizeof in);
+	in.text = ex->message;
+	in.len = strlen(ex->message);
+	in.state = ex->st;
+	in.route = true;
+	in.now_ms = now;
+	in.last_message_at_ms = now - (ex->inactive_days > 0 ?
+	    ex->inactive_days * 24 * 60 * MS_PER_MIN : MS_PER_MIN);
+	pipeline_decide(rs, &in, &out);
+	ex->intent = out.intent;
+	ex->policy = out.policy;
+	ex->route = out.route;
+	ex->routed = out.routed;
+	memcpy(ex->constraints, out.constraints, sizeof ex->constraints);
 }
 
 /* A JSON array of the gate's tools with (or without) the allowed bit. */

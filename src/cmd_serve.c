@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <curl/curl.h>
 #include <event2/event.h>
 
 #include "cmd.h"
@@ -17,6 +18,7 @@
 #include "migrate.h"
 #include "sender.h"
 #include "server.h"
+#include "worker.h"
 
 #define DRAIN_MAX_S	10
 
@@ -103,6 +105,7 @@ cmd_serve(int argc, char **argv)
 	struct serve_state	 st;
 	struct config		 cfg;
 	struct event		*sigint = NULL, *sigterm = NULL;
+	struct worker		*worker = NULL;
 	int			 rc;
 
 	if (argc > 1) {
@@ -126,10 +129,14 @@ cmd_serve(int argc, char **argv)
 	if (sigint == NULL || sigterm == NULL || event_add(sigint, NULL) ||
 	    event_add(sigterm, NULL) || http_start(&st.srv) == -1)
 		goto done;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if ((worker = worker_new(st.srv.base, &cfg)) == NULL)
+		goto done;
 	event_base_dispatch(st.srv.base);
 	log_info("serve: stopped");
 	rc = 0;
 done:
+	worker_free(worker);
 	http_free(&st.srv);
 	if (st.drain != NULL)
 		event_free(st.drain);

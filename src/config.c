@@ -90,6 +90,27 @@ static const struct cf_entry cf_table[] = {
 	{ "MODEGATE_DB_CONNECTIONS", CF_INT, 0, "2", 1, 64, NULL, 0,
 	  OFF(db_connections), "PostgreSQL connections used for webhook "
 	  "ingest (each commits a batch at a time)" },
+	{ "MODEGATE_WORKER_DB_CONNECTIONS", CF_INT, 0, "4", 1, 64, NULL, 0,
+	  OFF(worker_db_connections), "PostgreSQL connections of the turn "
+	  "worker (claims, context, tools, commits)" },
+	{ "MODEGATE_MAX_TURNS", CF_INT, 0, "1000", 1, 100000, NULL, 0,
+	  OFF(max_turns), "most turns (conversations) in flight in one "
+	  "process" },
+	{ "MODEGATE_COALESCE_MS", CF_INT, 0, "2000", 0, 60000, NULL, 0,
+	  OFF(coalesce_ms), "double texting: a conversation is answered once "
+	  "its newest message is this old, all of them in one turn" },
+	{ "MODEGATE_MAX_AGE_HOURS", CF_INT, 0, "24", 1, 8760, NULL, 0,
+	  OFF(max_age_hours), "inbound messages older than this are kept but "
+	  "not answered (audited)" },
+	{ "MODEGATE_MAX_ATTEMPTS", CF_INT, 0, "5", 1, 100, NULL, 0,
+	  OFF(max_attempts), "failed turns of a message before it is dead" },
+	{ "MODEGATE_LEASE_S", CF_INT, 0, "60", 1, 3600, NULL, 0,
+	  OFF(lease_s), "lease of a turn on its conversation, seconds "
+	  "(renewed while the turn runs; a crashed process's turns are "
+	  "retaken after it)" },
+	{ "LLM_FALLBACK", CF_ENUM, 0, "reply", 0, 0, "reply|handoff", 0,
+	  OFF(llm_fallback), "LLM unavailable: a safe fallback reply, or hand "
+	  "the conversation to a human" },
 };
 
 #define CF_COUNT (sizeof cf_table / sizeof cf_table[0])

@@ -34,6 +34,13 @@ struct config {
 	char	*log_level;
 	char	*log_format;		/* text | json */
 	int	 db_connections;	/* ingest connections (group commit) */
+	int	 worker_db_connections;	/* the worker's own pool */
+	int	 max_turns;		/* turns in flight per process */
+	int	 coalesce_ms;		/* double-texting window */
+	int	 max_age_hours;		/* older inbound: kept, not answered */
+	int	 max_attempts;		/* failed turns before 'dead' */
+	int	 lease_s;		/* a turn's lease on its conversation */
+	char	*llm_fallback;		/* reply | handoff */
 };
 
 /*

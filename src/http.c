@@ -19,6 +19,7 @@
 #include "log.h"
 #include "sender.h"
 #include "server.h"
+#include "worker.h"
 #include "wa.h"
 
 #define STATUS_INTERVAL_S	5
@@ -213,6 +214,8 @@ http_status_tick(evutil_socket_t fd, short what, void *arg)
 static void
 http_ingest_reply(struct evhttp_request *req, int code, double t0, void *arg)
 {
+	if (code == 200)
+		worker_kick();
 	http_reply(arg, req, code, code == 200 ? "ok\n" : code == 400 ?
 	    "malformed webhook body (kept)\n" : "database unavailable\n", t0,
 	    1);

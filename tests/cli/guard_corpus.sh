@@ -1,6 +1,8 @@
 #!/bin/sh
 # modegate guard over the labelled replies: tests/cases/guard.tsv (tuned on)
-# and tests/cases/guard_holdout.tsv (written before tuning, never tuned on).
+# and tests/cases/guard_holdout.tsv (written before tuning, never tuned on),
+# then guard_fresh_tune.tsv / guard_fresh_holdout.tsv, written later without
+# reading the patterns (the first tuned on, the second never).
 # Each line is MODE<TAB>EXPECTED<TAB>reply, EXPECTED being OK or a claim id.
 # A violation is caught when the guard prints VIOLATION with that id among
 # the ids; a false positive is any VIOLATION on a line labelled OK. Misses
@@ -57,6 +59,19 @@ check() {
 
 check tests/cases/guard.tsv corpus 95 5
 check tests/cases/guard_holdout.tsv holdout 85 10
+# Written blind (before the patterns were read): fresh_tune was tuned on
+# afterwards, fresh_holdout never; its bar is the measured 83% / 2% less a
+# margin, so it tracks generalisation rather than memorisation.
+check tests/cases/guard_fresh_tune.tsv fresh_tune 90 5
+check tests/cases/guard_fresh_holdout.tsv fresh_holdout 80 5
+
+# Every mode has at least 80 labelled replies across all the guard sets.
+few=$(cat tests/cases/guard*.tsv | awk -F'\t' '{ n[$1]++ }
+END { split("discovery oferta followup reativacao", m, " ")
+	for (i = 1; i <= 4; i++) printf "%s=%d%s", m[i], n[m[i]],
+	    n[m[i]] < 80 ? "(<80)" : "", i < 4 ? " " : "" }')
+case $few in *"(<80)"*) false ;; *) true ;; esac
+ok $? "every mode has >= 80 labelled replies ($few)"
 
 # The mapping is honoured: with only negocia_valor forbidden in oferta, a
 # booking confirmation passes there and a pay promise does not.

@@ -20,6 +20,11 @@
 #                                    absent); h.payload(name): tests/cases/webhooks
 #   h.log()                          the server's stderr so far
 #   h.env                            the environment serve and migrate get
+#   h.fake("llm"|"graph")            start tests/fakes/fake_NAME.py (stopped
+#                                    with the case): .url, .script(steps),
+#                                    .requests(), .reset()
+#   h.second()                       another Harness on the same database
+#                                    (a second modegate process)
 import hashlib
 import hmac
 import http.client
@@ -126,6 +131,27 @@ class Harness:
         self.proc = None
         self.logpath = os.path.join(cluster.dir, "%s.log" % name)
         self.pg_stopped = False
+        self.fakes = []
+        self.others = []
+
+    # -- peers -----------------------------------------------------------
+    def fake(self, name):
+        f = Fake(name)
+        self.fakes.append(f)
+        return f
+
+    def second(self):
+        """Another Harness (its own port and log) on this database."""
+        o = Harness.__new__(Harness)
+        o.__dict__.update(self.__dict__)
+        o.env = dict(self.env)
+        o.port = free_port()
+        o.env["MODEGATE_LISTEN"] = "127.0.0.1:%d" % o.port
+        o.proc = None
+        o.logpath = self.logpath + ".2"
+        o.fakes, o.others = [], []
+        self.others.append(o)
+        return o
 
     # -- processes ---------------------------------------------------
     def migrate(self):
@@ -190,6 +216,10 @@ class Harness:
 
     def close(self):
         self.stop(signal.SIGKILL)
+        for o in self.others:
+            o.stop(signal.SIGKILL)
+        for f in self.fakes:
+            f.stop()
         if self.pg_stopped:
             self.pg_start()
 
@@ -269,6 +299,43 @@ class Harness:
             if time.monotonic() > end:
                 raise AssertionError("timed out waiting for " + what)
             time.sleep(0.05)
+
+
+class Fake:
+    """A fake peer process (tests/fakes/fake_NAME.py) on a free port."""
+
+    def __init__(self, name):
+        self.proc = subprocess.Popen(
+            ["python3", os.path.join(ROOT, "tests", "fakes",
+                                     "fake_%s.py" % name), "--port", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.port = int(self.proc.stdout.readline().strip())
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def _call(self, method, path, body=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            c.request(method, path, body=data,
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            return json.loads(r.read() or b"null")
+        finally:
+            c.close()
+
+    def script(self, steps):
+        return self._call("POST", "/__script", steps)
+
+    def requests(self):
+        return self._call("GET", "/__requests")
+
+    def reset(self):
+        return self._call("POST", "/__reset", {})
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
 
 
 def eq(got, want, what=""):

@@ -225,6 +225,7 @@ def test_readyz(h):
 
 
 def test_metrics(h):
+    h.env["MODEGATE_COALESCE_MS"] = "60000"   # the worker leaves it pending
     ready(h)
     h.post_webhook(json.dumps(text_body("wamid.m-1")))
     h.post_webhook(b"{}", sign=False)

@@ -1,0 +1,109 @@
+/*
+ * turn.h -- internals shared by worker.c (claims, leases, commit) and
+ * turn.c (one turn: messages, LLM, tools, guard). Not a public API.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef MG_TURN_H
+#define MG_TURN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#include "dbq.h"
+#include "llm.h"
+#include "pipeline.h"
+
+struct config;
+
+struct worker {
+	struct event_base	*base;
+	const struct config	*cfg;
+	struct dbq		*q;
+	struct curlev		*cv;
+	struct llm		*llm;
+	struct ruleset		 rs;
+	bool			 rs_loaded;
+	json_object		*texts;		/* mode/messages.json */
+	char			*persona;	/* mode/julia.md */
+	char			 name[96];	/* lease owner */
+	struct event		*tick;
+	struct event		*kick;
+	bool			 claiming;
+	bool			 again;		/* claim again when done */
+	size_t			 inflight;
+	struct turn		*turns;		/* list of turns in flight */
+};
+
+enum turn_flag { FLAG_OFF, FLAG_ON, FLAG_SHADOW };
+
+struct turn {
+	struct worker		*w;
+	struct turn		*next, *prev;
+	int			 refs;		/* queries, LLM, timers */
+	bool			 finished;	/* committed, failed or lost */
+	int64_t			 conv;
+	char			 conv_s[24];
+	char			*ids_s;		/* "{1,2}" claimed inbox ids */
+	json_object		*ctx;		/* mg_context */
+	json_object		*out;		/* the mg_commit_turn payload */
+	struct event		*renew;
+	int64_t			 now_ms;
+	enum turn_flag		 flag;
+	struct mode_state	 st0, st;	/* before and now */
+	bool			 state_changed;
+	char			 route_reason[ROUTER_REASON_MAX];
+	char			 policy_constraints[POLICY_CONSTRAINTS_MAX];
+	int64_t			 last_id;	/* last answerable message */
+	int64_t			 first_id;
+	const char		*wamid;		/* last message; in ctx */
+	bool			 answer;	/* LLM path */
+	bool			 ask_text;
+	bool			 blocked;	/* control or policy silence */
+	const char		*canned;	/* a reply from messages.json */
+	const char		*outcome;	/* for the log line */
+	/* LLM */
+	struct llm_msg		*msgs;
+	size_t			 nmsgs;
+	char			*system;
+	struct llm_tool		 tools[TOOL__COUNT];
+	size_t			 ntools;
+	int			 regen;
+	char			*calls_text;	/* tool calls, for feedback */
+	json_object		*scratch;	/* strings msgs point into */
+	json_object		*prompt;	/* for the llm audit row */
+};
+
+/* turn.c */
+void	 turn_prepare(struct turn *);
+bool	 turn_msg_usable(struct turn *, json_object *m);
+void	 turn_reply(struct turn *, const char *text, const char *kind);
+void	 turn_persist_state(struct turn *);
+void	 turn_funnel(struct turn *, const char *status, const char *why);
+void	 turn_apply_route(struct turn *, const struct router_result *,
+	    int intent, int64_t inbox_id);
+json_object *turn_arr(struct turn *, const char *key);
+const char *turn_jstr(json_object *, const char *key);
+
+/* turn_llm.c */
+void	 turn_llm_start(struct turn *);
+void	 turn_audit(struct turn *, const char *step, const char *decision,
+	    const char *reason, json_object *details, int64_t inbox_id);
+void	 turn_conv_set(struct turn *, const char *key, json_object *v);
+void	 turn_iso(int64_t ms, char *buf, size_t len);
+int64_t	 turn_parse_iso(const char *);
+const char *turn_text(const struct worker *, const char *key);
+
+/* worker.c */
+void	 turn_hold(struct turn *);
+void	 turn_release(struct turn *);
+void	 turn_commit(struct turn *);
+void	 turn_fail(struct turn *, const char *error);
+void	 turn_enqueue_read(struct turn *);
+int	 turn_query(struct turn *, const char *sql, int n,
+	    const char *const *params, db_result_cb cb) MG_MUSTCHECK;
+json_object *turn_result_json(PGresult *, const char *err);
+
+#endif

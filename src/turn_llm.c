@@ -1,0 +1,586 @@
+/*
+ * turn_llm.c -- the LLM part of a turn: Julia's system prompt with the
+ * combined constraints, the transcript, only the mode's tools (layer 1),
+ * tools executed by the mg_tool_* functions, the output guard with up to
+ * two regenerations, and the fallbacks. Every step audited.
+ * SPDX-License-Identifier: MIT
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "tools_schema.h"
+#include "turn.h"
+
+#define TURN_REGEN_MAX	2
+#define TURN_SYSTEM_MAX	32768
+
+/* One tool execution handed out by the LLM client. */
+struct tool_call {
+	struct turn		*t;
+	int			 tool;
+	llm_tool_reply_fn	*reply;
+	void			*cookie;
+};
+
+/* The mg_tool_* statements (dbq borrows the SQL text). */
+static const char *const tool_sql[TOOL__COUNT] = {
+	[TOOL_BUSCAR_VAGAS] =
+	    "SELECT mg_tool_buscar_vagas($1::bigint, $2::jsonb)::text",
+	[TOOL_CRIAR_HANDOFF_EXTERNO] =
+	    "SELECT mg_tool_criar_handoff_externo($1::bigint, $2::jsonb)::text",
+	[TOOL_REGISTRAR_STATUS] = "SELECT mg_tool_registrar_status_"
+	    "intermediacao($1::bigint, $2::jsonb)::text",
+	[TOOL_SALVAR_MEMORIA] =
+	    "SELECT mg_tool_salvar_memoria($1::bigint, $2::jsonb)::text",
+	[TOOL_ENCAMINHAR_HUMANO] =
+	    "SELECT mg_tool_encaminhar_humano($1::bigint, $2::jsonb)::text",
+};
+
+static void	turn_llm_done(struct llm_result *, void *);
+
+/* Merge a tool's commit fragment into the turn's payload. */
+static void
+turn_merge_commit(struct turn *t, json_object *frag)
+{
+	json_object_iter	 it;
+	size_t			 i;
+
+	json_object_object_foreachC(frag, it) {
+		if (strcmp(it.key, "conversation") == 0 &&
+		    json_object_is_type(it.val, json_type_object)) {
+			json_object_iter ci;
+			json_object_object_foreachC(it.val, ci)
+				turn_conv_set(t, ci.key,
+				    json_object_get(ci.val));
+		} else if (json_object_is_type(it.val, json_type_array)) {
+			for (i = 0; i < json_object_array_length(it.val); i++)
+				json_object_array_add(turn_arr(t, it.key),
+				    json_object_get(json_object_array_get_idx(
+				    it.val, i)));
+		}
+	}
+}
+
+/* A successful bridge is the event bridge_made: route again. */
+static void
+turn_bridge_made(struct turn *t)
+{
+	struct router_input	rin;
+	struct router_result	r;
+
+	if (t->flag == FLAG_OFF)
+		return;
+	memset(&rin, 0, sizeof rin);
+	rin.intent = -1;
+	rin.events = ROUTER_EV(EVENT_BRIDGE_MADE);
+	rin.manual_target = -1;
+	rin.now_ms = t->now_ms;
+	router_route(t->w->rs.matrix, &t->st, &rin, &r);
+	turn_apply_route(t, &r, -1, t->last_id);
+	turn_persist_state(t);
+}
+
+/* A tool's statement answered: the result (without "commit") goes to
+ * the LLM, the fragment into the turn. */
+static void
+turn_tool_cb(PGresult *res, const char *err, void *arg)
+{
+	struct tool_call	*c = arg;
+	struct turn		*t = c->t;
+	json_object		*o = turn_result_json(res, err), *frag, *ok;
+	bool			 good;
+
+	if (o == NULL) {
+		c->reply(c->cookie, "{\"ok\":false,\"erro\":\"erro interno, "
+		    "tente de novo mais tarde\"}", 1);
+		goto done;
+	}
+	good = json_object_object_get_ex(o, "ok", &ok) &&
+	    json_object_get_boolean(ok);
+	if (json_object_object_get_ex(o, "commit", &frag)) {
+		if (good && !t->finished)
+			turn_merge_commit(t, frag);
+		json_object_object_del(o, "commit");
+	}
+	if (good && c->tool == TOOL_CRIAR_HANDOFF_EXTERNO && !t->finished)
+		turn_bridge_made(t);
+	c->reply(c->cookie, json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), !good);
+	json_object_put(o);
+done:
+	free(c);
+	turn_release(t);
+}
+
+/* ops.exec: run an allowed tool against PostgreSQL. */
+static void
+turn_tool_exec(const char *name, json_object *args, llm_tool_reply_fn *reply,
+    void *cookie, void *arg)
+{
+	struct turn		*t = arg;
+	struct tool_call	*c;
+	const char		*p[2];
+	int			 tool = tool_from_name(name);
+
+	if (tool < 0 || (c = calloc(1, sizeof *c)) == NULL) {
+		reply(cookie, "{\"ok\":false,\"erro\":\"ferramenta "
+		    "desconhecida\"}", 1);
+		return;
+	}
+	c->t = t;
+	c->tool = tool;
+	c->reply = reply;
+	c->cookie = cookie;
+	p[0] = t->conv_s;
+	p[1] = args != NULL ? json_object_to_json_string_ext(args,
+	    JSON_C_TO_STRING_PLAIN) : "{}";
+	if (dbq_query(t->w->q, tool_sql[tool], 2, p, turn_tool_cb, c) == -1) {
+		free(c);
+		reply(cookie, "{\"ok\":false,\"erro\":\"erro interno\"}", 1);
+		return;
+	}
+	turn_hold(t);
+}
+
+/* ops.refused: a tool outside the mode's allow-list (never executed;
+ * audited with the other calls when the turn ends). */
+static void
+turn_tool_refused(const char *name, json_object *args, void *arg)
+{
+	struct turn	*t = arg;
+
+	log_info("turn: conversation %s: tool %s refused in mode %s",
+	    t->conv_s, name, mode_name(t->st.mode));
+}
+
+/* Append to a growing buffer (truncating at its size). */
+static void
+cat(char *buf, size_t len, const char *s)
+{
+	size_t	n = strlen(buf);
+
+	if (n + 1 < len)
+		snprintf(buf + n, len - n, "%s", s);
+}
+
+/* What modegate knows about the doctor, for the prompt. */
+static void
+turn_doctor_text(struct turn *t, char *buf, size_t len)
+{
+	json_object	*c, *mem;
+	const char	*v;
+	size_t		 i;
+
+	json_object_object_get_ex(t->ctx, "conversation", &c);
+	cat(buf, len, "## O QUE VOCÊ SABE DO MÉDICO\n");
+	if ((v = turn_jstr(c, "profile_name")) != NULL) {
+		cat(buf, len, "- Nome no WhatsApp: ");
+		cat(buf, len, v);
+		cat(buf, len, "\n");
+	}
+	if ((v = turn_jstr(c, "especialidade")) != NULL) {
+		cat(buf, len, "- Especialidade: ");
+		cat(buf, len, v);
+		cat(buf, len, "\n");
+	}
+	if ((v = turn_jstr(c, "regiao")) != NULL) {
+		cat(buf, len, "- Região: ");
+		cat(buf, len, v);
+		cat(buf, len, "\n");
+	}
+	if (json_object_object_get_ex(t->ctx, "memory", &mem))
+		for (i = 0; i < json_object_array_length(mem); i++) {
+			cat(buf, len, "- ");
+			cat(buf, len, json_object_get_string(
+			    json_object_array_get_idx(mem, i)));
+			cat(buf, len, "\n");
+		}
+}
+
+/* The system prompt: persona, constraints, the doctor. */
+static int
+turn_system(struct turn *t)
+{
+	char	cons[GATE_TEXT_MAX];
+
+	if ((t->system = calloc(1, TURN_SYSTEM_MAX)) == NULL)
+		return -1;
+	if (t->flag == FLAG_ON)
+		pipeline_constraints(&t->w->rs, &t->st, t->policy_constraints,
+		    cons, sizeof cons);
+	else
+		snprintf(cons, sizeof cons, "%s", t->policy_constraints);
+	cat(t->system, TURN_SYSTEM_MAX, t->w->persona);
+	if (cons[0] != '\0') {
+		cat(t->system, TURN_SYSTEM_MAX, GATE_SEPARATOR);
+		cat(t->system, TURN_SYSTEM_MAX, cons);
+	}
+	cat(t->system, TURN_SYSTEM_MAX, GATE_SEPARATOR);
+	turn_doctor_text(t, t->system, TURN_SYSTEM_MAX);
+	return 0;
+}
+
+/* Add one line to the transcript, merging a run of one role. */
+static void
+turn_line(struct turn *t, json_object *roles, const char *role,
+    const char *text)
+{
+	size_t		 n = json_object_array_length(t->scratch);
+	json_object	*last;
+	char		*s;
+
+	if (text == NULL || *text == '\0')
+		return;
+	if (n == 0 && strcmp(role, "user") != 0)
+		return;			/* the model's turn cannot come first */
+	if (n > 0 && strcmp(json_object_get_string(json_object_array_get_idx(
+	    roles, n - 1)), role) == 0) {
+		last = json_object_array_get_idx(t->scratch, n - 1);
+		if (asprintf(&s, "%s\n%s", json_object_get_string(last),
+		    text) == -1)
+			return;
+		json_object_array_put_idx(t->scratch, n - 1,
+		    json_object_new_string(s));
+		free(s);
+		return;
+	}
+	json_object_array_add(t->scratch, json_object_new_string(text));
+	json_object_array_add(roles, json_object_new_string(role));
+}
+
+/* The transcript: history, then the claimed messages. */
+static int
+turn_transcript(struct turn *t)
+{
+	json_object	*roles = json_object_new_array(), *h, *m;
+	size_t		 i, n;
+
+	t->scratch = json_object_new_array();
+	if (json_object_object_get_ex(t->ctx, "history", &h))
+		for (i = 0; i < json_object_array_length(h); i++) {
+			m = json_object_array_get_idx(h, i);
+			turn_line(t, roles, strcmp(turn_jstr(m, "direction") ?
+			    turn_jstr(m, "direction") : "in", "out") == 0 ?
+			    "assistant" : "user", turn_jstr(m, "text"));
+		}
+	if (json_object_object_get_ex(t->ctx, "messages", &h))
+		for (i = 0; i < json_object_array_length(h); i++) {
+			m = json_object_array_get_idx(h, i);
+			if (turn_msg_usable(t, m))
+				turn_line(t, roles, "user",
+				    turn_jstr(m, "text"));
+		}
+	n = json_object_array_length(t->scratch);
+	if (n == 0 || (t->msgs = calloc(n, sizeof *t->msgs)) == NULL) {
+		json_object_put(roles);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		t->msgs[i].role = strcmp(json_object_get_string(
+		    json_object_array_get_idx(roles, i)), "user") == 0 ?
+		    "user" : "assistant";
+		t->msgs[i].text = json_object_get_string(
+		    json_object_array_get_idx(t->scratch, i));
+	}
+	t->nmsgs = n;
+	json_object_put(roles);
+	return 0;
+}
+
+/* Layer 1: the tools offered, and the gate's audit row. */
+static void
+turn_tools(struct turn *t)
+{
+	json_object	*d = json_object_new_object(), *al, *rm;
+	unsigned	 allowed = gate_tools(t->w->rs.gate, t->st.mode);
+	int		 i;
+
+	al = json_object_new_array();
+	rm = json_object_new_array();
+	t->ntools = 0;
+	for (i = 0; i < TOOL__COUNT; i++) {
+		if (!(allowed & (1u << i)))
+			json_object_array_add(rm, json_object_new_string(
+			    tool_name(i)));
+		if (t->flag == FLAG_ON && !(allowed & (1u << i)))
+			continue;
+		if (tools_schema_get(i, &t->tools[t->ntools]) == 0) {
+			t->ntools++;
+			json_object_array_add(al, json_object_new_string(
+			    tool_name(i)));
+		}
+	}
+	json_object_object_add(d, "flag", json_object_new_string(
+	    t->flag == FLAG_ON ? "on" : t->flag == FLAG_SHADOW ? "shadow" :
+	    "off"));
+	json_object_object_add(d, "pending", t->st.pending >= 0 ?
+	    json_object_new_string(mode_name(t->st.pending)) : NULL);
+	json_object_object_add(d, "tools_offered", al);
+	json_object_object_add(d, t->flag == FLAG_ON ? "tools_removed" :
+	    "tools_would_remove", rm);
+	turn_audit(t, "gate", mode_name(t->st.mode), t->flag == FLAG_ON ?
+	    "enforced" : "not_enforced", d, t->last_id);
+}
+
+/* The prompt as recorded in the llm audit row. */
+static json_object *
+turn_prompt_json(struct turn *t, const char *system, size_t ntools)
+{
+	json_object	*p = json_object_new_object(), *a, *m;
+	size_t		 i;
+
+	json_object_object_add(p, "system", json_object_new_string(system));
+	a = json_object_new_array();
+	for (i = 0; i < t->nmsgs; i++) {
+		m = json_object_new_object();
+		json_object_object_add(m, "role",
+		    json_object_new_string(t->msgs[i].role));
+		json_object_object_add(m, "text",
+		    json_object_new_string(t->msgs[i].text));
+		json_object_array_add(a, m);
+	}
+	json_object_object_add(p, "messages", a);
+	a = json_object_new_array();
+	for (i = 0; i < ntools; i++)
+		json_object_array_add(a,
+		    json_object_new_string(t->tools[i].name));
+	json_object_object_add(p, "tools", a);
+	return p;
+}
+
+/* Send one request (the first, or a regeneration with feedback). */
+static void
+turn_llm_send(struct turn *t, const char *system, size_t ntools)
+{
+	struct llm_request	req;
+	struct llm_tool_ops	ops;
+
+	memset(&req, 0, sizeof req);
+	req.system = system;
+	req.msgs = t->msgs;
+	req.nmsgs = t->nmsgs;
+	req.tools = ntools > 0 ? t->tools : NULL;
+	req.ntools = ntools;
+	req.mode = mode_name(t->st.mode);
+	memset(&ops, 0, sizeof ops);
+	ops.exec = turn_tool_exec;
+	ops.refused = turn_tool_refused;
+	ops.arg = t;
+	json_object_put(t->prompt);
+	t->prompt = turn_prompt_json(t, system, ntools);
+	if (llm_turn_start(t->w->llm, &req, &ops, turn_llm_done, t) == -1) {
+		turn_fail(t, "cannot start the LLM request");
+		return;
+	}
+	turn_hold(t);
+}
+
+void
+turn_llm_start(struct turn *t)
+{
+	if (t->finished)
+		return;
+	if (turn_system(t) == -1 || turn_transcript(t) == -1) {
+		turn_fail(t, "cannot build the prompt");
+		return;
+	}
+	turn_tools(t);
+	turn_llm_send(t, t->system, t->ntools);
+}
+
+/* Audit the LLM call and each tool call it made. */
+static void
+turn_audit_llm(struct turn *t, const struct llm_result *r)
+{
+	json_object	*d = json_object_new_object(), *c, *e;
+	size_t		 i;
+
+	json_object_object_add(d, "model", json_object_new_string(r->model));
+	json_object_object_add(d, "provider", json_object_new_string(
+	    r->provider != NULL ? r->provider : "?"));
+	json_object_object_add(d, "input_tokens",
+	    json_object_new_int64(r->input_tokens));
+	json_object_object_add(d, "output_tokens",
+	    json_object_new_int64(r->output_tokens));
+	json_object_object_add(d, "latency_ms",
+	    json_object_new_int64(r->latency_ms));
+	json_object_object_add(d, "rounds", json_object_new_int(r->rounds));
+	json_object_object_add(d, "attempts", json_object_new_int(r->attempts));
+	json_object_object_add(d, "regeneration", json_object_new_int(t->regen));
+	if (!r->ok) {
+		e = json_object_new_object();
+		json_object_object_add(e, "class",
+		    json_object_new_string(llm_err_name(r->err.cls)));
+		json_object_object_add(e, "http_status",
+		    json_object_new_int64(r->err.http_status));
+		json_object_object_add(e, "message",
+		    json_object_new_string(r->err.message));
+		json_object_object_add(d, "error", e);
+	}
+	json_object_object_add(d, "prompt", json_object_get(t->prompt));
+	turn_audit(t, "llm", r->ok ? "ok" : "error", r->ok ?
+	    llm_stop_name(r->stop) : llm_err_name(r->err.cls), d, t->last_id);
+	for (i = 0; i < r->ncalls; i++) {
+		c = json_object_new_object();
+		json_object_object_add(c, "args", json_object_new_string(
+		    r->calls[i].args != NULL ? r->calls[i].args : ""));
+		json_object_object_add(c, "result", json_object_new_string(
+		    r->calls[i].result != NULL ? r->calls[i].result : ""));
+		json_object_object_add(c, "round",
+		    json_object_new_int(r->calls[i].round));
+		turn_audit(t, "tool", r->calls[i].refused ? "refused" :
+		    r->calls[i].is_error ? "error" : "executed",
+		    r->calls[i].name, c, t->last_id);
+	}
+}
+
+/* Remember the tool calls and results, for a regeneration's feedback. */
+static void
+turn_note_calls(struct turn *t, const struct llm_result *r)
+{
+	char	buf[8192] = "";
+	size_t	i;
+
+	if (t->calls_text != NULL || r->ncalls == 0)
+		return;
+	for (i = 0; i < r->ncalls; i++) {
+		cat(buf, sizeof buf, "- ");
+		cat(buf, sizeof buf, r->calls[i].name);
+		cat(buf, sizeof buf, " ");
+		cat(buf, sizeof buf, r->calls[i].args ? r->calls[i].args : "");
+		cat(buf, sizeof buf, " -> ");
+		cat(buf, sizeof buf, r->calls[i].result ?
+		    r->calls[i].result : "");
+		cat(buf, sizeof buf, "\n");
+	}
+	t->calls_text = strdup(buf);
+}
+
+/* A guarded reply was refused: ask again naming the claims. */
+static void
+turn_regenerate(struct turn *t, const char *reply, const char **ids,
+    size_t n)
+{
+	char	*sys;
+	size_t	 i;
+	int	 idx;
+
+	if ((sys = calloc(1, TURN_SYSTEM_MAX)) == NULL) {
+		turn_fail(t, "out of memory");
+		return;
+	}
+	cat(sys, TURN_SYSTEM_MAX, t->system);
+	cat(sys, TURN_SYSTEM_MAX, GATE_SEPARATOR);
+	cat(sys, TURN_SYSTEM_MAX, "## CORREÇÃO OBRIGATÓRIA\nSua resposta "
+	    "anterior foi bloqueada e NÃO foi enviada:\n«");
+	cat(sys, TURN_SYSTEM_MAX, reply);
+	cat(sys, TURN_SYSTEM_MAX, "»\nMotivo:\n");
+	for (i = 0; i < n; i++) {
+		idx = claims_find(t->w->rs.claims, ids[i]);
+		cat(sys, TURN_SYSTEM_MAX, "- [");
+		cat(sys, TURN_SYSTEM_MAX, ids[i]);
+		cat(sys, TURN_SYSTEM_MAX, "] ");
+		cat(sys, TURN_SYSTEM_MAX, idx >= 0 ?
+		    claims_prompt(t->w->rs.claims, idx) : "");
+		cat(sys, TURN_SYSTEM_MAX, "\n");
+	}
+	if (t->calls_text != NULL) {
+		cat(sys, TURN_SYSTEM_MAX, "Resultados das ferramentas nesta "
+		    "conversa:\n");
+		cat(sys, TURN_SYSTEM_MAX, t->calls_text);
+	}
+	cat(sys, TURN_SYSTEM_MAX, "Escreva uma nova resposta ao médico, sem "
+	    "isso.");
+	t->regen++;
+	turn_llm_send(t, sys, 0);
+	free(sys);
+}
+
+/* Check a reply with the guard; 1 when it may be sent. */
+static int
+turn_guard(struct turn *t, const char *reply)
+{
+	const char	*ids[PIPELINE_VIOLATIONS_MAX];
+	json_object	*d, *a;
+	size_t		 n, i;
+
+	if (t->flag == FLAG_OFF)
+		return 1;
+	n = pipeline_guard(&t->w->rs, t->st.mode, reply, ids,
+	    PIPELINE_VIOLATIONS_MAX);
+	if (n > PIPELINE_VIOLATIONS_MAX)
+		n = PIPELINE_VIOLATIONS_MAX;
+	d = json_object_new_object();
+	a = json_object_new_array();
+	for (i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_string(ids[i]));
+	json_object_object_add(d, "forbidden_claims", a);
+	json_object_object_add(d, "attempt", json_object_new_int(t->regen));
+	json_object_object_add(d, "mode", json_object_new_string(
+	    mode_name(t->st.mode)));
+	if (n > 0)
+		json_object_object_add(d, "reply",
+		    json_object_new_string(reply));
+	if (n == 0 || t->flag == FLAG_SHADOW) {
+		turn_audit(t, "guard", "pass", n > 0 ? "shadow: not enforced" :
+		    NULL, d, t->last_id);
+		return 1;
+	}
+	if (t->regen >= TURN_REGEN_MAX) {
+		turn_audit(t, "guard", "fallback", ids[0], d, t->last_id);
+		turn_reply(t, turn_text(t->w, "guard_fallback"),
+		    "guard_fallback");
+		turn_commit(t);
+		return 0;
+	}
+	turn_audit(t, "guard", "regenerate", ids[0], d, t->last_id);
+	turn_regenerate(t, reply, ids, n);
+	return 0;
+}
+
+/* The LLM could not answer: the configured fallback. */
+static void
+turn_llm_fallback(struct turn *t)
+{
+	if (t->regen > 0) {
+		turn_reply(t, turn_text(t->w, "guard_fallback"),
+		    "guard_fallback");
+	} else if (strcmp(t->w->cfg->llm_fallback, "handoff") == 0) {
+		turn_conv_set(t, "control", json_object_new_string("human"));
+		turn_conv_set(t, "control_updated_by",
+		    json_object_new_string("llm_unavailable"));
+		turn_audit(t, "llm", "handoff", "llm_unavailable", NULL,
+		    t->last_id);
+		t->outcome = "handoff";
+	} else
+		turn_reply(t, turn_text(t->w, "fallback"), "llm_fallback");
+	turn_commit(t);
+}
+
+/* The LLM turn ended. */
+static void
+turn_llm_done(struct llm_result *r, void *arg)
+{
+	struct turn	*t = arg;
+
+	if (!t->finished) {
+		turn_audit_llm(t, r);
+		turn_note_calls(t, r);
+		if (!r->ok)
+			turn_llm_fallback(t);
+		else if (r->text[0] == '\0') {
+			turn_reply(t, turn_text(t->w, "fallback"),
+			    "empty_reply_fallback");
+			turn_commit(t);
+		} else if (turn_guard(t, r->text)) {
+			turn_reply(t, r->text, t->regen > 0 ? "llm_regenerated" :
+			    "llm");
+			turn_commit(t);
+		}
+	}
+	llm_result_free(r);
+	turn_release(t);
+}
