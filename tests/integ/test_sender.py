@@ -370,3 +370,39 @@ def test_mark_as_read_posts_read_and_typing(h, g):
        "mark-as-read body")
     eq(h.sql1("SELECT wamid IS NULL FROM outbox WHERE id = %s" % oid), "t",
        "no wamid for a read receipt")
+
+
+def inbound(wamid, text, sender="5511988887777"):
+    return {"object": "whatsapp_business_account", "entry": [{
+        "id": "1", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "5511900000000",
+                         "phone_number_id": PNID},
+            "contacts": [{"profile": {"name": "Ana"}, "wa_id": sender}],
+            "messages": [{"from": sender, "id": wamid,
+                          "timestamp": str(int(time.time())),
+                          "type": "text", "text": {"body": text}}]}}]}]}
+
+
+@with_graph
+def test_full_turn_reply_131047_goes_out_as_the_template(h, g):
+    # Webhook → worker (offline LLM) → outbox → sender → fake Graph API:
+    # the read receipt goes out first, the reply meets 131047 and the
+    # configured template is posted instead.
+    serve(h, g, WHATSAPP_TEMPLATE_WINDOW_CLOSED="retomar_contato:pt_BR",
+          MODEGATE_COALESCE_MS="0")
+    g.script({}, {"status": 400, "code": 131047})
+    eq(h.post_webhook(inbound("wamid.T1", "Oi, boa tarde"))[0], 200,
+       "webhook")
+    h.wait_until(lambda: len(g.requests()) >= 3, 15, "three posts")
+    bodies = [r["body"] for r in g.requests()]
+    eq(bodies[0], {"messaging_product": "whatsapp", "status": "read",
+                   "message_id": "wamid.T1",
+                   "typing_indicator": {"type": "text"}}, "read first")
+    eq(bodies[1]["type"], "text", "then the reply")
+    assert bodies[1]["text"]["body"], bodies[1]
+    eq((bodies[2]["type"], bodies[2]["template"]["name"], bodies[2]["to"]),
+       ("template", "retomar_contato", "+5511988887777"), "then the template")
+    h.wait_until(lambda: h.sql("SELECT kind, state FROM outbox ORDER BY id")
+                 == [("read", "sent"), ("text", "failed"),
+                     ("template", "sent")], 5, "outbox states")
