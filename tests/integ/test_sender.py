@@ -406,3 +406,18 @@ def test_full_turn_reply_131047_goes_out_as_the_template(h, g):
     h.wait_until(lambda: h.sql("SELECT kind, state FROM outbox ORDER BY id")
                  == [("read", "sent"), ("text", "failed"),
                      ("template", "sent")], 5, "outbox states")
+
+
+@with_graph
+def test_graceful_stop_waits_for_posts_in_flight(h, g):
+    # SIGTERM while the Graph API is slow: the answer is still recorded
+    # before exit, so nothing is posted twice after a clean restart.
+    serve(h, g)
+    g.script({"delay": 1})
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    h.wait_until(lambda: len(g.requests()) == 1, 5, "post in flight")
+    eq(h.stop(), 0, "clean exit")
+    eq(state(h, oid), "sent", "recorded before exit")
+    h.start()
+    time.sleep(0.6)
+    eq(len(g.requests()), 1, "not posted again")
