@@ -363,7 +363,7 @@ sender_row_new(struct sender *s, const char *text)
 	if ((o = json_tokener_parse(text)) == NULL)
 		return NULL;
 	if ((row = calloc(1, sizeof *row)) == NULL)
-		goto fail;
+		goto out;
 	row->s = s;
 	snprintf(row->id, sizeof row->id, "%s", sender_str(o, "id"));
 	snprintf(row->kind, sizeof row->kind, "%s", sender_str(o, "kind"));
@@ -382,7 +382,7 @@ sender_row_new(struct sender *s, const char *text)
 	/* Stop recording a little before another process may take it. */
 	if (row != NULL)
 		row->deadline = sender_now() + s->lease_s - 1;
-fail:
+out:
 	json_object_put(o);
 	return row;
 }
