@@ -204,6 +204,10 @@ turn_load_state(struct turn *t)
 	if (turn_jstr(c, "mode_source") != NULL)
 		snprintf(t->st0.source, sizeof t->st0.source, "%s",
 		    turn_jstr(c, "mode_source"));
+	/* The router reads why the mode last changed (e.g. an objection). */
+	if (turn_jstr(c, "mode_updated_reason") != NULL)
+		snprintf(t->st0.reason, sizeof t->st0.reason, "%s",
+		    turn_jstr(c, "mode_updated_reason"));
 	t->st = t->st0;
 	t->flag = FLAG_OFF;
 	if (json_object_object_get_ex(t->ctx, "flag", &f) &&

@@ -40,6 +40,8 @@ trap stop_pg EXIT
 trap 'exit 130' INT TERM
 
 "$bin" migrate
+# The demo shifts Julia's buscar_vagas finds locally (idempotent).
+psql -q -X -v ON_ERROR_STOP=1 "$DATABASE_URL" -f sql/seed_demo.sql >/dev/null
 
 url=http://$MODEGATE_LISTEN/webhook
 cat <<INFO
@@ -52,10 +54,13 @@ modegate local default
 
 Try it from another terminal:
   curl '$url?hub.mode=subscribe&hub.verify_token=$WHATSAPP_VERIFY_TOKEN&hub.challenge=42'
-  body='{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"display_phone_number":"5511900000000","phone_number_id":"100"},"contacts":[{"profile":{"name":"Ana"},"wa_id":"5511988887777"}],"messages":[{"from":"5511988887777","id":"wamid.local-1","timestamp":"1795334514","type":"text","text":{"body":"oi, tem plantao?"}}]}}]}]}'
+  body='{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"display_phone_number":"5511900000000","phone_number_id":"100"},"contacts":[{"profile":{"name":"Ana"},"wa_id":"5511988887777"}],"messages":[{"from":"5511988887777","id":"wamid.local-'\$(date +%s%N)'","timestamp":"'\$(date +%s)'","type":"text","text":{"body":"oi, tem plantao?"}}]}}]}]}'
   sig=\$(printf '%s' "\$body" | openssl dgst -sha256 -hmac '$WHATSAPP_APP_SECRET' -r | cut -d' ' -f1)
   curl -i -H "X-Hub-Signature-256: sha256=\$sig" -H 'Content-Type: application/json' --data-binary "\$body" $url
   psql '$DATABASE_URL' -c 'SELECT id, wamid, msg_type, state FROM inbox'
+  psql '$DATABASE_URL' -c "SELECT id, kind, state, payload FROM outbox"
+  psql '$DATABASE_URL' -c "SELECT step, decision, reason FROM audit_log ORDER BY id"
+
 
 Ctrl-C stops it.
 INFO
