@@ -22,5 +22,10 @@ int	cmd_guard(int, char **);
 int	cmd_explain(int, char **);
 int	cmd_migrate(int, char **);
 int	cmd_serve(int, char **);
+int	cmd_flag(int, char **);
+int	cmd_takeover(int, char **);
+int	cmd_release(int, char **);
+int	cmd_set_mode(int, char **);
+int	cmd_funnel(int, char **);
 
 #endif

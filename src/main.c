@@ -27,6 +27,21 @@ static const struct cmd_entry cmd_table[] = {
 	{ "guard", cmd_guard, "guard --mode MODE",
 	  "check replies (one a line on stdin) for the claims forbidden in "
 	  "MODE; prints OK or VIOLATION<TAB>claim-id[,claim-id...]" },
+	{ "flag", cmd_flag, "flag list | get NAME | set NAME on|off|shadow "
+	  "[--percent N] [--by WHO] [--reason TEXT]",
+	  "show or change a feature flag (recorded and announced to every "
+	  "process)" },
+	{ "takeover", cmd_takeover, "takeover WA_ID [--by WHO] "
+	  "[--reason TEXT] [--phone-number-id ID]",
+	  "a human takes the doctor's chat: the AI stays silent" },
+	{ "release", cmd_release, "release WA_ID [--by WHO] "
+	  "[--phone-number-id ID]",
+	  "give the chat back to the AI, without stale context" },
+	{ "set-mode", cmd_set_mode, "set-mode WA_ID MODE [--reason TEXT] "
+	  "[--by WHO] [--phone-number-id ID]",
+	  "set the conversation mode by hand (mode_source manual)" },
+	{ "funnel", cmd_funnel, "funnel [--since DATE] [--until DATE]",
+	  "the funnel metrics, overall and per day, beside their targets" },
 };
 
 #define CMD_COUNT (sizeof cmd_table / sizeof cmd_table[0])
