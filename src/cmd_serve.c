@@ -16,6 +16,7 @@
 #include "ingest.h"
 #include "log.h"
 #include "migrate.h"
+#include "sender.h"
 #include "server.h"
 #include "worker.h"
 
@@ -32,7 +33,8 @@ static void
 serve_drain_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct serve_state	*st = arg;
-	size_t			 left = ingest_pending(st->srv.ingest);
+	size_t			 left = ingest_pending(st->srv.ingest) +
+				    sender_inflight(st->srv.sender);
 
 	if (left == 0 || server_now() > st->stop_at) {
 		if (left > 0)
@@ -59,6 +61,7 @@ serve_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	log_info("serve: signal %d, stopping", (int)sig);
 	http_stop_accepting(&st->srv);
+	sender_drain(st->srv.sender);
 	st->stop_at = server_now() + DRAIN_MAX_S;
 	st->drain = event_new(st->srv.base, -1, EV_PERSIST, serve_drain_tick,
 	    st);
@@ -119,6 +122,8 @@ cmd_serve(int argc, char **argv)
 	rc = 1;
 	if ((st.srv.base = event_base_new()) == NULL)
 		goto done;
+	if ((st.srv.sender = sender_new(st.srv.base, &cfg)) == NULL)
+		goto done;
 	sigint = evsignal_new(st.srv.base, SIGINT, serve_signal, &st);
 	sigterm = evsignal_new(st.srv.base, SIGTERM, serve_signal, &st);
 	if (sigint == NULL || sigterm == NULL || event_add(sigint, NULL) ||
@@ -139,6 +144,7 @@ done:
 		event_free(sigint);
 	if (sigterm != NULL)
 		event_free(sigterm);
+	sender_free(st.srv.sender);
 	if (st.srv.base != NULL)
 		event_base_free(st.srv.base);
 	config_free(&cfg);

@@ -49,6 +49,21 @@ static const struct cf_entry cf_table[] = {
 	{ "WHATSAPP_API_BASE", CF_URL, 0, "https://graph.facebook.com/v25.0",
 	  0, 0, NULL, 0, OFF(wa_api_base),
 	  "Graph API base URL including the version" },
+	{ "WHATSAPP_TEMPLATE_WINDOW_CLOSED", CF_STR, 0, "", 0, 0, NULL, 0,
+	  OFF(wa_template_closed), "approved template sent instead of a "
+	  "free text once the 24-hour window is closed (131047), as "
+	  "NAME:LANGUAGE (e.g. retomar_contato:pt_BR); empty: wa_templates "
+	  "is left as it is (no row: the text is dropped, audited)" },
+	{ "MODEGATE_SEND_CONCURRENCY", CF_INT, 0, "32", 1, 1000, NULL, 0,
+	  OFF(send_concurrency), "outbox rows posted to the Graph API at "
+	  "once (one row per conversation at a time)" },
+	{ "MODEGATE_SEND_LEASE_S", CF_INT, 0, "30", 2, 600, NULL, 0,
+	  OFF(send_lease_s), "lease of an outbox row being posted, seconds; "
+	  "a crashed process's rows are posted again after it" },
+	{ "MODEGATE_SEND_RETRY_BASE_MS", CF_INT, 0, "2000", 10, 600000, NULL,
+	  0, OFF(send_retry_base_ms), "first retry delay after a transient "
+	  "send error (network, 5xx, codes 1, 2, 131000, 131016), doubling "
+	  "per attempt up to 15 min" },
 	{ "LLM_PROVIDER", CF_ENUM, 0, "offline", 0, 0,
 	  "anthropic|openai|offline", 0, OFF(llm_provider),
 	  "LLM backend; offline is a deterministic built-in responder" },
@@ -222,6 +237,14 @@ config_load(struct config *cfg, struct diag *d)
 		diag_add(d, "LLM_API_KEY", "", "is required when LLM_PROVIDER "
 		    "is %s and no LLM_BASE_URL points at a local server",
 		    cfg->llm_provider);
+	if (cfg->wa_template_closed != NULL &&
+	    cfg->wa_template_closed[0] != '\0' &&
+	    (strchr(cfg->wa_template_closed, ':') == NULL ||
+	    cfg->wa_template_closed[0] == ':' ||
+	    strchr(cfg->wa_template_closed, ':')[1] == '\0'))
+		diag_add(d, "WHATSAPP_TEMPLATE_WINDOW_CLOSED", "", "must be "
+		    "NAME:LANGUAGE (e.g. retomar_contato:pt_BR), got \"%s\"",
+		    cfg->wa_template_closed);
 	return d->n + d->dropped == before ? 0 : -1;
 }
 

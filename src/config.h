@@ -19,6 +19,10 @@ struct config {
 	char	*verify_token;
 	char	*wa_token;		/* empty: dry-run, nothing is posted */
 	char	*wa_api_base;
+	char	*wa_template_closed;	/* "name:language", "": none */
+	int	 send_concurrency;	/* Graph API posts in flight */
+	int	 send_lease_s;		/* lease of an outbox row being posted */
+	int	 send_retry_base_ms;	/* first retry delay, doubling */
 	char	*llm_provider;		/* anthropic | openai | offline */
 	char	*llm_api_key;
 	char	*llm_base_url;

@@ -27,6 +27,7 @@ struct dbq {
 	struct db_pool		*pool;
 	struct dbq_items	 waiting;	/* for a connection */
 	struct dbq_items	 failed;	/* to be told from the loop */
+	struct dbq_items	 busy;		/* sent, awaiting the answer */
 	size_t			 nwaiting;
 	struct event		*fail_ev;
 };
@@ -49,6 +50,7 @@ dbq_done(PGresult *res, const char *err, void *arg)
 {
 	struct dbq_item	*it = arg;
 
+	TAILQ_REMOVE(&it->q->busy, it, entry);
 	it->cb(res, err, it->arg);
 	dbq_item_free(it);
 }
@@ -99,8 +101,10 @@ dbq_drain(struct dbq *q)
 	    (c = db_pool_idle(q->pool)) != NULL) {
 		TAILQ_REMOVE(&q->waiting, it, entry);
 		q->nwaiting--;
+		TAILQ_INSERT_TAIL(&q->busy, it, entry);
 		if (db_send(c, it->sql, it->nparams,
 		    (const char *const *)it->params, dbq_done, it) == -1) {
+			TAILQ_REMOVE(&q->busy, it, entry);
 			TAILQ_INSERT_TAIL(&q->failed, it, entry);
 			event_active(q->fail_ev, EV_TIMEOUT, 0);
 		}
@@ -124,6 +128,7 @@ dbq_new(struct event_base *base, const char *conninfo, int n)
 	q->base = base;
 	TAILQ_INIT(&q->waiting);
 	TAILQ_INIT(&q->failed);
+	TAILQ_INIT(&q->busy);
 	q->fail_ev = event_new(base, -1, 0, dbq_fail_cb, q);
 	q->pool = db_pool_new(base, conninfo, n, NULL, NULL, dbq_idle_cb, q);
 	if (q->fail_ev == NULL || q->pool == NULL) {
@@ -140,7 +145,11 @@ dbq_free(struct dbq *q)
 
 	if (q == NULL)
 		return;
-	db_pool_free(q->pool);
+	db_pool_free(q->pool);	/* queries in flight: no callback */
+	while ((it = TAILQ_FIRST(&q->busy)) != NULL) {
+		TAILQ_REMOVE(&q->busy, it, entry);
+		dbq_item_free(it);
+	}
 	while ((it = TAILQ_FIRST(&q->waiting)) != NULL) {
 		TAILQ_REMOVE(&q->waiting, it, entry);
 		dbq_item_free(it);

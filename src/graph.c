@@ -355,6 +355,13 @@ graph_send_template(struct graph *g, const char *phone_number_id,
 }
 
 int
+graph_send_payload(struct graph *g, const char *phone_number_id,
+    const char *body, graph_cb *cb, void *arg)
+{
+	return graph_post(g, phone_number_id, body, cb, arg);
+}
+
+int
 graph_mark_read(struct graph *g, const char *phone_number_id,
     const char *wamid, int typing, graph_cb *cb, void *arg)
 {

@@ -81,6 +81,12 @@ int	graph_mark_read(struct graph *, const char *phone_number_id,
 	    const char *wamid, int typing, graph_cb *cb, void *arg)
 	    MG_MUSTCHECK;
 
+/* Post a prepared Graph API body (an outbox payload: JSON text, borrowed
+ * and copied) as is to {api_base}/{phone_number_id}/messages. Returns 0,
+ * or -1 (cb not called). */
+int	graph_send_payload(struct graph *, const char *phone_number_id,
+	    const char *body, graph_cb *cb, void *arg) MG_MUSTCHECK;
+
 /* The JSON body graph_send_text would post (new string; caller frees),
  * NULL on failure. */
 char	*graph_text_body(const char *to, const char *text,

@@ -17,6 +17,7 @@
 #include "db.h"
 #include "ingest.h"
 #include "log.h"
+#include "sender.h"
 #include "server.h"
 #include "worker.h"
 #include "wa.h"
@@ -70,6 +71,8 @@ http_ready(const struct server *s, char *why, size_t len)
 		snprintf(why, len, "migrations pending: database at %d, "
 		    "sql/ at %d (run modegate migrate)", s->schema_current,
 		    s->schema_latest);
+	else if (sender_paused(s->sender, why, len))
+		;	/* 190 / 368: nothing can be sent until restart */
 	else
 		return 1;
 	return 0;
@@ -104,6 +107,8 @@ route_metrics(struct server *s, struct evhttp_request *req, double t0)
 
 	metrics_render(&s->metrics, evhttp_request_get_output_buffer(req),
 	    db_pool_up(s->pool), http_ready(s, why, sizeof why));
+	if (s->sender != NULL)
+		sender_metrics(s->sender, evhttp_request_get_output_buffer(req));
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, 200, NULL, NULL);

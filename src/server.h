@@ -17,6 +17,7 @@ struct evhttp;
 struct evhttp_bound_socket;
 struct evhttp_request;
 struct ingest;
+struct sender;
 
 struct server {
 	const struct config		*cfg;		/* borrowed */
@@ -25,6 +26,7 @@ struct server {
 	struct evhttp_bound_socket	*sock;
 	struct db_pool			*pool;
 	struct ingest			*ingest;
+	struct sender			*sender;	/* may be NULL */
 	struct metrics			 metrics;
 	struct event			*status_timer;
 	int				 status_due;	/* refresh wanted */

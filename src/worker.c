@@ -23,6 +23,7 @@
 #include "config.h"
 #include "log.h"
 #include "rules.h"
+#include "sender.h"
 #include "turn.h"
 #include "worker.h"
 
@@ -162,11 +163,13 @@ turn_commit_cb(PGresult *res, const char *err, void *arg)
 	    !json_object_get_boolean(v))
 		log_warnx("worker: conversation %s: lease lost, turn dropped",
 		    t->conv_s);
-	else
+	else {
+		sender_kick();	/* the reply is in the outbox: post it now */
 		log_info("turn: conversation %s wamid %s from %s: %s",
 		    t->conv_s, t->wamid != NULL ? t->wamid : "-",
 		    log_mask(wa != NULL ? wa : "", mask, sizeof mask),
 		    t->outcome != NULL ? t->outcome : "done");
+	}
 	json_object_put(o);
 	turn_release(t);
 }
@@ -201,8 +204,10 @@ turn_read_cb(PGresult *res, const char *err, void *arg)
 	else if (!json_object_object_get_ex(o, "ok", &v) ||
 	    !json_object_get_boolean(v))
 		turn_finish(t);		/* lease lost: someone else redoes it */
-	else
+	else {
+		sender_kick();	/* read receipt + typing indicator now */
 		turn_llm_start(t);
+	}
 	json_object_put(o);
 	turn_release(t);
 }

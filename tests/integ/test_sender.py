@@ -1,0 +1,423 @@
+# test_sender.py -- the outbox sender against a real PostgreSQL and the
+# fake Graph API (tests/fakes/fake_graph.py): request shapes, stored
+# wamids and states, error dispatch on error.code (131047 → template or
+# drop, 130429 back-off, 190 pause, 131026 permanent, 5xx retry), order per
+# conversation, delivery statuses from webhooks, crash safety, mark-as-read.
+# Outbox rows are inserted in SQL as the worker would commit them.
+# SPDX-License-Identifier: MIT
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+
+from harness import ROOT, eq
+
+PNID = "106540352242922"
+
+
+class FakeGraph:
+    """tests/fakes/fake_graph.py on a free port, scriptable, recording."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            ["python3", os.path.join(ROOT, "tests", "fakes", "fake_graph.py"),
+             "--port", "0"], stdout=subprocess.PIPE, text=True)
+        self.port = int(self.proc.stdout.readline().strip())
+        self.base = "http://127.0.0.1:%d" % self.port
+
+    def _call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data=data,
+                                     method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read() or b"null")
+
+    def script(self, *steps):
+        self._call("POST", "/__script", list(steps))
+
+    def requests(self):
+        return [r for r in self._call("GET", "/__requests")
+                if r["path"].endswith("/messages")]
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def with_graph(fn):
+    """Run a case with a fresh fake Graph API, closed afterwards."""
+    def run(h):
+        g = FakeGraph()
+        try:
+            fn(h, g)
+        finally:
+            g.close()
+    run.__name__ = fn.__name__
+    run.__code__ = run.__code__.replace(co_firstlineno=fn.__code__.co_firstlineno)
+    return run
+
+
+def serve(h, g, token="test-token", **env):
+    rc, out = h.migrate()
+    eq(rc, 0, "migrate: " + out)
+    env.setdefault("MODEGATE_SEND_RETRY_BASE_MS", "100")
+    h.start(WHATSAPP_API_BASE=g.base + "/v25.0", WHATSAPP_TOKEN=token, **env)
+
+
+def conv(h, wa_id, window_hours=1):
+    """A conversation whose doctor last wrote window_hours ago."""
+    return h.sql1("INSERT INTO conversations (phone_number_id, wa_id, "
+                  "last_inbound_at) VALUES ('%s', '%s', now() - "
+                  "interval '%d hours') RETURNING id" % (PNID, wa_id,
+                                                         window_hours))
+
+
+def queue(h, cid, payload, kind="text"):
+    """One outbox row as mg_commit_turn writes it; returns its id."""
+    return h.sql1(
+        "INSERT INTO outbox (conversation_id, kind, payload, to_key, "
+        "phone_number_id) SELECT id, '%s', mg_complete_payload('%s', wa_id), "
+        "wa_id, phone_number_id FROM conversations WHERE id = %s "
+        "RETURNING id" % (kind, json.dumps(payload).replace("'", "''"), cid))
+
+
+def text(h, cid, body):
+    return queue(h, cid, {"type": "text",
+                          "text": {"preview_url": False, "body": body}})
+
+
+def state(h, oid):
+    return h.sql1("SELECT state FROM outbox WHERE id = %s" % oid)
+
+
+def wait_state(h, oid, want, timeout=10):
+    h.wait_until(lambda: state(h, oid) == want, timeout,
+                 "outbox %s in state %s (is %s)" % (oid, want, state(h, oid)))
+
+
+def metrics(h):
+    st, body = h.get("/metrics")
+    eq(st, 200, "/metrics")
+    return body.decode()
+
+
+def status_webhook(h, wamid, status, code=None, ts="1795334600"):
+    s = {"id": wamid, "status": status, "timestamp": ts,
+         "recipient_id": "5511988887777"}
+    if code is not None:
+        s["errors"] = [{"code": code, "title": "Re-engagement message",
+                        "message": "Re-engagement message",
+                        "error_data": {"details": "more than 24 hours"}}]
+    body = {"object": "whatsapp_business_account", "entry": [{
+        "id": "1", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "5511900000000",
+                         "phone_number_id": PNID},
+            "statuses": [s]}}]}]}
+    eq(h.post_webhook(body)[0], 200, "status webhook " + status)
+
+
+@with_graph
+def test_text_posted_with_exact_shape_and_wamid_stored(h, g):
+    serve(h, g)
+    cid = conv(h, "5511988887777")
+    oid = text(h, cid, "Oi, doutora! Tudo bem?")
+    wait_state(h, oid, "sent")
+    reqs = g.requests()
+    eq(len(reqs), 1, "one request")
+    r = reqs[0]
+    eq(r["path"], "/v25.0/%s/messages" % PNID, "path")
+    eq(r["headers"].get("authorization"), "Bearer test-token", "auth")
+    eq(r["headers"].get("content-type"), "application/json", "type")
+    eq(r["body"], {"messaging_product": "whatsapp",
+                   "recipient_type": "individual", "to": "+5511988887777",
+                   "type": "text", "text": {"preview_url": False,
+                                            "body": "Oi, doutora! Tudo bem?"}},
+       "body")
+    wamid = h.sql1("SELECT wamid FROM outbox WHERE id = %s" % oid)
+    assert wamid.startswith("wamid.FAKE"), wamid
+    eq(h.sql1("SELECT count(*) FROM audit_log WHERE step = 'send' AND "
+              "decision = 'sent' AND details ->> 'wamid' = '%s'" % wamid),
+       "1", "audited with the wamid")
+    eq(h.sql1("SELECT last_outbound_at IS NOT NULL FROM conversations "
+              "WHERE id = %s" % cid), "t", "last_outbound_at")
+    assert 'modegate_sends_total{outcome="sent"} 1' in metrics(h)
+    assert "test-token" not in h.log(), "the token is never logged"
+
+
+@with_graph
+def test_dry_run_without_token_posts_nothing(h, g):
+    serve(h, g, token="")
+    cid = conv(h, "5511988887777")
+    oid = text(h, cid, "Oi")
+    wait_state(h, oid, "dry_run")
+    time.sleep(0.5)
+    eq(g.requests(), [], "nothing posted")
+    eq(h.log().count("dry-run: replies are recorded, not sent"), 1,
+       "logged once")
+    assert "modegate_sender_dry_run 1" in metrics(h)
+
+
+@with_graph
+def test_131047_queues_the_configured_template(h, g):
+    serve(h, g, WHATSAPP_TEMPLATE_WINDOW_CLOSED="retomar_contato:pt_BR")
+    g.script({"status": 400, "code": 131047})
+    cid = conv(h, "5511988887777")
+    oid = text(h, cid, "Oi de novo")
+    h.wait_until(lambda: h.sql1(
+        "SELECT count(*) FROM outbox WHERE kind = 'template' AND "
+        "state = 'sent'") == "1", 10, "template sent")
+    eq(h.sql("SELECT state, error_code FROM outbox WHERE id = %s" % oid),
+       [("failed", "131047")], "the text")
+    reqs = g.requests()
+    eq(len(reqs), 2, "text, then template")
+    eq(reqs[1]["body"], {
+        "messaging_product": "whatsapp", "recipient_type": "individual",
+        "to": "+5511988887777", "type": "template",
+        "template": {"name": "retomar_contato",
+                     "language": {"code": "pt_BR",
+                                  "policy": "deterministic"}}},
+       "template body")
+    eq(h.sql1("SELECT decision FROM audit_log WHERE step = 'send' AND "
+              "reason = 'window_closed'"), "template", "audited")
+    assert ('modegate_sends_total{outcome="window_closed",code="131047"} 1'
+            in metrics(h))
+
+
+@with_graph
+def test_131047_without_template_drops_the_text(h, g):
+    serve(h, g)
+    g.script({"status": 400, "code": 131047})
+    cid = conv(h, "5511988887777")
+    oid = text(h, cid, "Oi de novo")
+    wait_state(h, oid, "dropped")
+    eq(h.sql1("SELECT decision FROM audit_log WHERE step = 'send' AND "
+              "reason = 'window_closed'"), "dropped", "audited")
+    time.sleep(0.5)
+    eq(len(g.requests()), 1, "nothing else posted")
+
+
+@with_graph
+def test_closed_window_sends_the_template_without_posting_the_text(h, g):
+    serve(h, g, WHATSAPP_TEMPLATE_WINDOW_CLOSED="retomar_contato:pt_BR")
+    cid = conv(h, "5511988887777", window_hours=25)
+    oid = text(h, cid, "Oi depois de um dia")
+    h.wait_until(lambda: len(g.requests()) == 1, 10, "one post")
+    time.sleep(0.3)
+    reqs = g.requests()
+    eq([r["body"]["type"] for r in reqs], ["template"], "only the template")
+    eq(state(h, oid), "failed", "the text is not sent")
+
+
+@with_graph
+def test_130429_backs_off_then_sends(h, g):
+    serve(h, g)
+    g.script({"status": 400, "code": 130429})
+    cid = conv(h, "5511988887777")
+    oid = text(h, cid, "Oi")
+    h.wait_until(lambda: h.sql1("SELECT state || '/' || attempts FROM "
+                                "outbox WHERE id = %s" % oid) ==
+                 "pending/1", 5, "back to pending")
+    eq(h.sql1("SELECT next_attempt_at > now() FROM outbox WHERE id = %s"
+              % oid), "t", "not before the back-off")
+    wait_state(h, oid, "sent")
+    eq(len(g.requests()), 2, "posted twice")
+    eq(h.sql1("SELECT attempts FROM outbox WHERE id = %s" % oid), "2",
+       "attempts")
+    assert ('modegate_sends_total{outcome="retry",code="130429"} 1'
+            in metrics(h))
+
+
+@with_graph
+def test_190_fails_the_row_and_pauses_the_sender(h, g):
+    serve(h, g)
+    g.script({"status": 401, "code": 190})
+    a = text(h, conv(h, "5511988887777"), "Oi A")
+    wait_state(h, a, "failed")
+    b = text(h, conv(h, "5511977776666"), "Oi B")
+    h.wait_until(lambda: h.get("/readyz")[0] == 503, 5, "not ready")
+    st, body = h.get("/readyz")
+    assert b"190" in body and b"paused" in body, body
+    m = metrics(h)
+    assert 'modegate_sender_paused{reason="190"} 1' in m, m
+    assert 'modegate_sends_total{outcome="failed",code="190"} 1' in m
+    assert "modegate_ready 0" in m
+    time.sleep(1)
+    eq(len(g.requests()), 1, "nothing more posted")
+    eq(state(h, b), "pending", "the other row waits")
+    # A restart (with a new token) resumes sending.
+    h.restart()
+    wait_state(h, b, "sent")
+    eq(h.get("/readyz")[0], 200, "ready again")
+
+
+@with_graph
+def test_131026_fails_permanently(h, g):
+    serve(h, g)
+    g.script({"status": 400, "code": 131026})
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    wait_state(h, oid, "failed")
+    time.sleep(1)
+    eq(len(g.requests()), 1, "not retried")
+    eq(h.sql1("SELECT error_code FROM outbox WHERE id = %s" % oid), "131026",
+       "code")
+    assert ('modegate_sends_total{outcome="failed",code="131026"} 1'
+            in metrics(h))
+    eq(h.get("/readyz")[0], 200, "still ready")
+
+
+@with_graph
+def test_5xx_then_success_sends_once(h, g):
+    serve(h, g)
+    g.script({"status": 500})
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    wait_state(h, oid, "sent")
+    reqs = g.requests()
+    eq(len(reqs), 2, "one failure, one success")
+    eq(reqs[0]["body"], reqs[1]["body"], "the same body twice")
+    eq(h.sql1("SELECT count(*) FROM audit_log WHERE step = 'send' AND "
+              "decision = 'sent'"), "1", "sent once")
+
+
+@with_graph
+def test_order_per_conversation_other_not_blocked(h, g):
+    serve(h, g)
+    g.script({"delay": 1.5})
+    ca, cb = conv(h, "5511988887777"), conv(h, "5511977776666")
+    h.sql("BEGIN; " + " ".join(
+        "INSERT INTO outbox (conversation_id, kind, payload, to_key, "
+        "phone_number_id) SELECT id, 'text', mg_complete_payload("
+        "jsonb_build_object('type', 'text', 'text', jsonb_build_object("
+        "'body', '%s')), wa_id), wa_id, phone_number_id FROM conversations "
+        "WHERE id = %s;" % (b, c) for b, c in
+        (("A1", ca), ("A2", ca), ("B1", cb))) + " COMMIT")
+    h.wait_until(lambda: h.sql1("SELECT count(*) FROM outbox WHERE "
+                                "state = 'sent'") == "3", 10, "all sent")
+    bodies = [r["body"]["text"]["body"] for r in g.requests()]
+    eq(sorted(bodies), ["A1", "A2", "B1"], "each once")
+    assert bodies.index("A1") < bodies.index("A2"), bodies
+    assert bodies.index("B1") < bodies.index("A2"), \
+        "B is not held up by A's slow answer: %r" % bodies
+
+
+@with_graph
+def test_delivery_statuses_move_forward_only(h, g):
+    serve(h, g)
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    wait_state(h, oid, "sent")
+    wamid = h.sql1("SELECT wamid FROM outbox WHERE id = %s" % oid)
+    ds = "SELECT delivery_status FROM outbox WHERE id = %s" % oid
+    status_webhook(h, wamid, "sent", ts="1795334600")
+    h.wait_until(lambda: h.sql1(ds) == "sent", 5, "sent")
+    status_webhook(h, wamid, "read", ts="1795334700")
+    h.wait_until(lambda: h.sql1(ds) == "read", 5, "read")
+    status_webhook(h, wamid, "delivered", ts="1795334650")  # late
+    h.wait_until(lambda: h.sql1("SELECT count(*) FROM message_statuses "
+                                "WHERE status = 'delivered'") == "1", 5,
+                 "late delivered stored")
+    eq(h.sql1(ds), "read", "a late delivered never overwrites read")
+    eq(state(h, oid), "sent", "state")
+
+
+@with_graph
+def test_async_failed_131047_takes_the_template_path(h, g):
+    serve(h, g, WHATSAPP_TEMPLATE_WINDOW_CLOSED="retomar_contato:pt_BR")
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    wait_state(h, oid, "sent")
+    wamid = h.sql1("SELECT wamid FROM outbox WHERE id = %s" % oid)
+    status_webhook(h, wamid, "failed", code=131047)
+    h.wait_until(lambda: h.sql1(
+        "SELECT count(*) FROM outbox WHERE kind = 'template' AND "
+        "state = 'sent'") == "1", 10, "template sent")
+    eq(h.sql("SELECT state, delivery_status, error_code FROM outbox "
+             "WHERE id = %s" % oid), [("failed", "failed", "131047")],
+       "the text")
+    eq(g.requests()[-1]["body"]["template"]["name"], "retomar_contato",
+       "template posted")
+
+
+@with_graph
+def test_crash_mid_post_resends_after_the_lease(h, g):
+    # The Graph API accepts the post but the process dies before the
+    # answer is recorded: the documented exactly-once window. After
+    # restart the row is posted again once its lease (3 s) expires.
+    serve(h, g, MODEGATE_SEND_LEASE_S="3")
+    g.script({"delay": 2})
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    h.wait_until(lambda: len(g.requests()) == 1, 5, "first post")
+    h.stop(sig=signal.SIGKILL)
+    eq(state(h, oid), "sending", "leased when the process died")
+    h.start()
+    wait_state(h, oid, "sent", timeout=15)
+    reqs = g.requests()
+    eq(len(reqs), 2, "posted twice: at-least-once inside the window")
+    eq(reqs[0]["body"], reqs[1]["body"], "the same body")
+    eq(h.sql1("SELECT count(*) FROM outbox"), "1", "one row")
+
+
+@with_graph
+def test_mark_as_read_posts_read_and_typing(h, g):
+    serve(h, g)
+    cid = conv(h, "5511988887777")
+    oid = queue(h, cid, {"status": "read", "message_id": "wamid.IN1",
+                         "typing_indicator": {"type": "text"}}, kind="read")
+    wait_state(h, oid, "sent")
+    eq(g.requests()[0]["body"], {"messaging_product": "whatsapp",
+                                 "status": "read", "message_id": "wamid.IN1",
+                                 "typing_indicator": {"type": "text"}},
+       "mark-as-read body")
+    eq(h.sql1("SELECT wamid IS NULL FROM outbox WHERE id = %s" % oid), "t",
+       "no wamid for a read receipt")
+
+
+def inbound(wamid, text, sender="5511988887777"):
+    return {"object": "whatsapp_business_account", "entry": [{
+        "id": "1", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "5511900000000",
+                         "phone_number_id": PNID},
+            "contacts": [{"profile": {"name": "Ana"}, "wa_id": sender}],
+            "messages": [{"from": sender, "id": wamid,
+                          "timestamp": str(int(time.time())),
+                          "type": "text", "text": {"body": text}}]}}]}]}
+
+
+@with_graph
+def test_full_turn_reply_131047_goes_out_as_the_template(h, g):
+    # Webhook → worker (offline LLM) → outbox → sender → fake Graph API:
+    # the read receipt goes out first, the reply meets 131047 and the
+    # configured template is posted instead.
+    serve(h, g, WHATSAPP_TEMPLATE_WINDOW_CLOSED="retomar_contato:pt_BR",
+          MODEGATE_COALESCE_MS="0")
+    g.script({}, {"status": 400, "code": 131047})
+    eq(h.post_webhook(inbound("wamid.T1", "Oi, boa tarde"))[0], 200,
+       "webhook")
+    h.wait_until(lambda: len(g.requests()) >= 3, 15, "three posts")
+    bodies = [r["body"] for r in g.requests()]
+    eq(bodies[0], {"messaging_product": "whatsapp", "status": "read",
+                   "message_id": "wamid.T1",
+                   "typing_indicator": {"type": "text"}}, "read first")
+    eq(bodies[1]["type"], "text", "then the reply")
+    assert bodies[1]["text"]["body"], bodies[1]
+    eq((bodies[2]["type"], bodies[2]["template"]["name"], bodies[2]["to"]),
+       ("template", "retomar_contato", "+5511988887777"), "then the template")
+    h.wait_until(lambda: h.sql("SELECT kind, state FROM outbox ORDER BY id")
+                 == [("read", "sent"), ("text", "failed"),
+                     ("template", "sent")], 5, "outbox states")
+
+
+@with_graph
+def test_graceful_stop_waits_for_posts_in_flight(h, g):
+    # SIGTERM while the Graph API is slow: the answer is still recorded
+    # before exit, so nothing is posted twice after a clean restart.
+    serve(h, g)
+    g.script({"delay": 1})
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    h.wait_until(lambda: len(g.requests()) == 1, 5, "post in flight")
+    eq(h.stop(), 0, "clean exit")
+    eq(state(h, oid), "sent", "recorded before exit")
+    h.start()
+    time.sleep(0.6)
+    eq(len(g.requests()), 1, "not posted again")
