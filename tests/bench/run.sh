@@ -128,14 +128,15 @@ ingest() {
 start_fake() {
 	kind=$1
 	shift
-	python3 "tests/fakes/fake_$kind.py" --port 0 "$@" >"$tmp/$kind.port" 2>/dev/null &
+	pf=$(mktemp "$tmp/$kind.port.XXXXXX")
+	python3 "tests/fakes/fake_$kind.py" --port 0 "$@" >"$pf" 2>"$out/fake_$kind.err" &
 	pids="$pids $!"
 	i=0
-	until [ -s "$tmp/$kind.port" ]; do
+	until [ -s "$pf" ]; do
 		i=$((i + 1)); [ $i -gt 50 ] && { echo "bench: fake $kind did not start" >&2; exit 1; }
 		sleep 0.1
 	done
-	FAKE_URL=http://127.0.0.1:$(head -1 "$tmp/$kind.port")
+	FAKE_URL=http://127.0.0.1:$(head -1 "$pf")
 }
 
 # serve_turns NAME LLM_URL GRAPH_URL [VAR=VALUE...]: modegate answering
