@@ -57,8 +57,9 @@ Try it from another terminal:
   body='{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"display_phone_number":"5511900000000","phone_number_id":"100"},"contacts":[{"profile":{"name":"Ana"},"wa_id":"5511988887777"}],"messages":[{"from":"5511988887777","id":"wamid.local-'\$(date +%s%N)'","timestamp":"'\$(date +%s)'","type":"text","text":{"body":"oi, tem plantao?"}}]}}]}]}'
   sig=\$(printf '%s' "\$body" | openssl dgst -sha256 -hmac '$WHATSAPP_APP_SECRET' -r | cut -d' ' -f1)
   curl -i -H "X-Hub-Signature-256: sha256=\$sig" -H 'Content-Type: application/json' --data-binary "\$body" $url
+  sleep 3    # the worker first waits MODEGATE_COALESCE_MS (2 s) for double texting
   psql '$DATABASE_URL' -c 'SELECT id, wamid, msg_type, state FROM inbox'
-  psql '$DATABASE_URL' -c "SELECT id, kind, state, payload FROM outbox"
+  psql '$DATABASE_URL' -c "SELECT id, kind, state, payload->'text'->>'body' AS reply FROM outbox"
   psql '$DATABASE_URL' -c "SELECT step, decision, reason FROM audit_log ORDER BY id"
 
 
