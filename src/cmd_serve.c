@@ -15,6 +15,7 @@
 #include "config.h"
 #include "ingest.h"
 #include "log.h"
+#include "ruleset.h"
 #include "migrate.h"
 #include "sender.h"
 #include "server.h"
@@ -74,6 +75,7 @@ static int
 serve_config(struct config *cfg, int *latest)
 {
 	struct diag	d;
+	struct ruleset	rs;
 	char		sqldir[4096], err[512];
 	size_t		i;
 	int		lvl;
@@ -83,6 +85,10 @@ serve_config(struct config *cfg, int *latest)
 		snprintf(sqldir, sizeof sqldir, "%s/sql", cfg->rules_dir);
 		if (migrate_latest(sqldir, latest, err, sizeof err) == -1)
 			diag_add(&d, "MODEGATE_RULES_DIR", "", "%s", err);
+		/* Bad rules refuse the start, as in check-config; the worker
+		 * loads its own copy. */
+		if (ruleset_load(&rs, cfg->rules_dir, &d) == 0)
+			ruleset_free(&rs);
 	}
 	if (d.n > 0 || d.dropped > 0) {
 		for (i = 0; i < d.n; i++)
@@ -124,13 +130,13 @@ cmd_serve(int argc, char **argv)
 		goto done;
 	if ((st.srv.sender = sender_new(st.srv.base, &cfg)) == NULL)
 		goto done;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if ((worker = worker_new(st.srv.base, &cfg)) == NULL)
+		goto done;
 	sigint = evsignal_new(st.srv.base, SIGINT, serve_signal, &st);
 	sigterm = evsignal_new(st.srv.base, SIGTERM, serve_signal, &st);
 	if (sigint == NULL || sigterm == NULL || event_add(sigint, NULL) ||
 	    event_add(sigterm, NULL) || http_start(&st.srv) == -1)
-		goto done;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if ((worker = worker_new(st.srv.base, &cfg)) == NULL)
 		goto done;
 	event_base_dispatch(st.srv.base);
 	log_info("serve: stopped");

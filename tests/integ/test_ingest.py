@@ -4,10 +4,12 @@
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 
-from harness import eq
+from harness import ROOT, eq
 
 COUNTS = ("SELECT (SELECT count(*) FROM inbox), "
           "(SELECT count(*) FROM message_statuses), "
@@ -298,3 +300,26 @@ def test_config_refused_and_clean_stop(h):
     eq(h.post_webhook(json.dumps(text_body("wamid.stop-1")))[0], 200, "post")
     eq(h.stop(signal.SIGINT), 0, "exit status after SIGINT")
     assert h.secret not in h.log() and h.token not in h.log(), "secret logged"
+
+
+def test_bad_rules_refuse_the_start(h):
+    """A broken rule file stops serve before it listens (exit 78), with
+    every problem named by file and key."""
+    rules = tempfile.mkdtemp(prefix="modegate-rules.")
+    try:
+        for d in ("mode", "policy", "sql"):
+            shutil.copytree(os.path.join(ROOT, d), os.path.join(rules, d))
+        path = os.path.join(rules, "mode", "transitions.json")
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace('"oferta"', '"ofera"', 1))
+        env = dict(h.env, MODEGATE_RULES_DIR=rules)
+        p = subprocess.run([h.bin, "serve"], env=env, capture_output=True,
+                           text=True, timeout=10)
+        eq(p.returncode, 78, p.stderr)
+        assert 'mode/transitions.json: transitions.' in p.stderr and \
+            'unknown mode "ofera"' in p.stderr, p.stderr
+        assert "listening" not in p.stderr, p.stderr
+    finally:
+        shutil.rmtree(rules)
