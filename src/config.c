@@ -93,9 +93,9 @@ static const struct cf_entry cf_table[] = {
 	{ "MODEGATE_WORKER_DB_CONNECTIONS", CF_INT, 0, "4", 1, 64, NULL, 0,
 	  OFF(worker_db_connections), "PostgreSQL connections of the turn "
 	  "worker (claims, context, tools, commits)" },
-	{ "MODEGATE_MAX_TURNS", CF_INT, 0, "1000", 1, 100000, NULL, 0,
+	{ "MODEGATE_MAX_TURNS", CF_INT, 0, "1000", 0, 100000, NULL, 0,
 	  OFF(max_turns), "most turns (conversations) in flight in one "
-	  "process" },
+	  "process; 0: this process only ingests (others answer)" },
 	{ "MODEGATE_COALESCE_MS", CF_INT, 0, "2000", 0, 60000, NULL, 0,
 	  OFF(coalesce_ms), "double texting: a conversation is answered once "
 	  "its newest message is this old, all of them in one turn" },

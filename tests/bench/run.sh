@@ -80,7 +80,9 @@ ingest() {
 	export WHATSAPP_APP_SECRET=$secret WHATSAPP_VERIFY_TOKEN=bench \
 		MODEGATE_LISTEN=127.0.0.1:$port MODEGATE_LOG_LEVEL=warn
 	"$bin" migrate >/dev/null
-	"$bin" serve 2>"$tmp/serve.log" &
+	# Ingest alone, as the peers do: this process answers no turns
+	# (MODEGATE_MAX_TURNS=0, the ingest-only role of a split deployment).
+	MODEGATE_MAX_TURNS=0 "$bin" serve 2>"$tmp/serve.log" &
 	mgpid=$!
 	pids="$pids $mgpid"
 	wait_http "$port"
