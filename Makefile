@@ -160,3 +160,18 @@ $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_main.h \
 fuzz-build: $(FUZZ_BINS)
 fuzz: fuzz-build
 	@tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The same harnesses as plain drivers (no libFuzzer; any compiler, e.g. gcc
+# or afl-gcc): each replays its seed corpus once.
+REPLAY_DIR = $(BUILD)/fuzz-replay
+$(REPLAY_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_main.h $(LIBSHELL) \
+    $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBSHELL) $(LIBCORE) \
+	    $(LDFLAGS) $(PKG_LIBS) -lm
+
+.PHONY: fuzz-replay
+fuzz-replay: $(FUZZ_TARGETS:%=$(REPLAY_DIR)/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
+	    $(REPLAY_DIR)/fuzz_$$t tests/fuzz/corpus/$$t/* || exit 1; \
+	    echo "fuzz-replay: $$t ok"; done
