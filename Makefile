@@ -126,3 +126,52 @@ $(BUILD)/bench/intent_bench: tests/bench/intent_bench.c $(LIBCORE)
 bench-intent: $(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat
 	@$(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat \
 	    tests/cases/intent.tsv
+
+# Fuzzing (libFuzzer, clang): every harness in tests/fuzz/ against its seed
+# corpus in tests/fuzz/corpus/<target>/ for FUZZ_SECONDS each; any crash
+# fails. Objects are built with the fuzz flags under build/fuzz/.
+FUZZ_SECONDS ?= 60
+FUZZ_CC	 ?= clang
+FUZZ_DIR  = build/fuzz
+FUZZ_SAN  = -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer \
+	   $(WARN) -Wno-format-nonliteral -Wno-string-concatenation \
+	   -DMG_RULES_DIR='"$(RULES_DIR)"' $(FUZZ_SAN) \
+	   -fsanitize=fuzzer-no-link
+FUZZ_TARGETS = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+
+$(FUZZ_DIR)/%.o: %.c $(wildcard mode/*.h policy/*.h src/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(FUZZ_DIR)/libfuzzcore.a: $(CORE_SRCS:%.c=$(FUZZ_DIR)/%.o)
+	rm -f $@ && ar rcs $@ $^
+$(FUZZ_DIR)/libfuzzshell.a: $(SHELL_SRCS:%.c=$(FUZZ_DIR)/%.o)
+	rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_main.h \
+    $(FUZZ_DIR)/libfuzzshell.a $(FUZZ_DIR)/libfuzzcore.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -DMG_LIBFUZZER -fsanitize=fuzzer \
+	    $(PKG_CFLAGS) -o $@ $< $(FUZZ_DIR)/libfuzzshell.a \
+	    $(FUZZ_DIR)/libfuzzcore.a $(PKG_LIBS) -lm
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_BINS)
+fuzz: fuzz-build
+	@tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The same harnesses as plain drivers (no libFuzzer; any compiler, e.g. gcc
+# or afl-gcc): each replays its seed corpus once.
+REPLAY_DIR = $(BUILD)/fuzz-replay
+$(REPLAY_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_main.h $(LIBSHELL) \
+    $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBSHELL) $(LIBCORE) \
+	    $(LDFLAGS) $(PKG_LIBS) -lm
+
+.PHONY: fuzz-replay
+fuzz-replay: $(FUZZ_TARGETS:%=$(REPLAY_DIR)/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
+	    $(REPLAY_DIR)/fuzz_$$t tests/fuzz/corpus/$$t/* || exit 1; \
+	    echo "fuzz-replay: $$t ok"; done

@@ -51,6 +51,16 @@ wire_get(json_object *o, const char *key)
 	return v;
 }
 
+/* Element i of an array, or NULL (o NULL, not an array, or too short). */
+static json_object *
+wire_idx(json_object *o, size_t i)
+{
+	if (o == NULL || !json_object_is_type(o, json_type_array) ||
+	    i >= json_object_array_length(o))
+		return NULL;
+	return json_object_array_get_idx(o, i);
+}
+
 static json_object *
 wire_msg(const char *role, const char *text)
 {
@@ -345,7 +355,7 @@ wire_parse_openai(json_object *root, struct llm_wire_resp *r)
 	const char	*t;
 	size_t		 i;
 
-	ch = json_object_array_get_idx(wire_get(root, "choices"), 0);
+	ch = wire_idx(wire_get(root, "choices"), 0);
 	if ((msg = wire_get(ch, "message")) == NULL ||
 	    !json_object_is_type(msg, json_type_object))
 		return -1;

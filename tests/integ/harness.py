@@ -37,6 +37,8 @@ import subprocess
 import tempfile
 import time
 
+import privacy
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(ROOT, "..", "shared", "fixtures", "whatsapp")
 PAYLOADS = os.path.join(ROOT, "tests", "cases", "webhooks")
@@ -126,8 +128,10 @@ class Harness:
             "LLM_PROVIDER": "offline",
             "MODEGATE_LISTEN": "127.0.0.1:%d" % self.port,
             "MODEGATE_RULES_DIR": ROOT,
-            "MODEGATE_LOG_LEVEL": "debug",
+            "MODEGATE_LOG_LEVEL": os.environ.get("MODEGATE_TEST_LOG_LEVEL",
+                                                 "info"),
         })
+        privacy.watch_secret(self.secret, self.token)
         self.proc = None
         self.logpath = os.path.join(cluster.dir, "%s.log" % name)
         self.pg_stopped = False
@@ -162,6 +166,9 @@ class Harness:
     def start(self, wait=True, **env):
         assert self.proc is None, "already started"
         self.env.update({k: str(v) for k, v in env.items()})
+        privacy.watch_secret(*(self.env.get(k) for k in privacy.SECRET_ENV))
+        privacy.watch_log(self.logpath,
+                          self.env.get("MODEGATE_LOG_LEVEL"))
         self.logf = open(self.logpath, "ab")
         self.proc = subprocess.Popen([self.bin, "serve"], env=self.env,
                                      stdout=self.logf, stderr=self.logf)
@@ -253,6 +260,7 @@ class Harness:
             body = json.dumps(body, separators=(",", ":")).encode()
         elif isinstance(body, str):
             body = body.encode()
+        privacy.watch_payload(body)
         hdrs = {"Content-Type": "application/json"}
         if sign is True:
             hdrs["X-Hub-Signature-256"] = self.sign(body)

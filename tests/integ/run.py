@@ -13,6 +13,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import privacy  # noqa: E402
 
 
 def discover(filters):
@@ -36,9 +37,30 @@ def discover(filters):
     return cases
 
 
+def privacy_case(n):
+    """The last case: no secret, phone number or message body sent by the
+    cases above shows in the logs of the servers that ran at info."""
+    found, checked = privacy.leaks()
+    name = ("privacy: %d logs at info: no secret, phone number or message "
+            "body (%d secrets, %d numbers, %d bodies watched)" %
+            (checked, len(privacy.secrets), len(privacy.numbers),
+             len(privacy.bodies)))
+    if checked == 0:
+        print("ok %d - privacy # SKIP no server ran at level info" % n)
+        return 0
+    if not found:
+        print("ok %d - %s" % (n, name))
+        return 0
+    print("not ok %d - %s" % (n, name))
+    for path, kind, v, line in found[:30]:
+        print("#   %s: %s %r in: %s" % (os.path.basename(path), kind, v,
+                                         line[:200]))
+    return 1
+
+
 def main():
     cases = discover(sys.argv[1:])
-    print("1..%d" % len(cases))
+    print("1..%d" % (len(cases) + 1))
     cluster = harness.Cluster()
     failed = 0
     try:
@@ -64,6 +86,7 @@ def main():
                 for line in h.log().rstrip().splitlines()[-15:]:
                     print("#   | " + line)
             sys.stdout.flush()
+        failed += privacy_case(len(cases) + 1)
     finally:
         cluster.destroy()
     return 1 if failed else 0
