@@ -93,6 +93,11 @@ DECLARE
 	retook	boolean;
 	until	timestamptz := now() + make_interval(secs => p_lease_seconds);
 BEGIN
+	-- A lost claim is harmless (the row is still due and is claimed
+	-- again), so this transaction need not wait for its WAL flush; the
+	-- commits that must be durable (ingest, mg_commit_turn,
+	-- mg_outbox_result) keep synchronous_commit on.
+	PERFORM set_config('synchronous_commit', 'off', true);
 	IF p_worker IS NULL OR p_worker = '' THEN
 		RAISE EXCEPTION 'mg_claim: worker name required';
 	END IF;
@@ -158,6 +163,11 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	until timestamptz;
 BEGIN
+	-- A lost claim is harmless (the row is still due and is claimed
+	-- again), so this transaction need not wait for its WAL flush; the
+	-- commits that must be durable (ingest, mg_commit_turn,
+	-- mg_outbox_result) keep synchronous_commit on.
+	PERFORM set_config('synchronous_commit', 'off', true);
 	UPDATE conversations
 	SET lease_until = now() + make_interval(secs => p_lease_seconds)
 	WHERE id = p_conversation_id AND lease_owner = p_worker

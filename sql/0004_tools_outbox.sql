@@ -289,16 +289,25 @@ DECLARE
 	o	outbox;
 	until	timestamptz := now() + make_interval(secs => p_lease_seconds);
 BEGIN
+	-- A lost claim is harmless (the row is still due and is claimed
+	-- again), so this transaction need not wait for its WAL flush; the
+	-- commits that must be durable (ingest, mg_commit_turn,
+	-- mg_outbox_result) keep synchronous_commit on.
+	PERFORM set_config('synchronous_commit', 'off', true);
 	FOR o IN
+		-- Messages go out in order, one per conversation at a time;
+		-- read receipts are not messages and never wait behind one.
 		WITH heads AS (
 			SELECT DISTINCT ON (conversation_id) id
 			FROM outbox WHERE state IN ('pending', 'sending')
+			    AND kind <> 'read'
 			ORDER BY conversation_id, id
 		)
-		SELECT x.* FROM outbox x JOIN heads h ON h.id = x.id
-		WHERE (x.state = 'pending' AND (x.next_attempt_at IS NULL OR
+		SELECT x.* FROM outbox x
+		WHERE (x.kind = 'read' OR x.id IN (SELECT id FROM heads))
+		  AND ((x.state = 'pending' AND (x.next_attempt_at IS NULL OR
 			x.next_attempt_at <= now()))
-		    OR (x.state = 'sending' AND x.lease_until < now())
+		    OR (x.state = 'sending' AND x.lease_until < now()))
 		ORDER BY x.id
 		LIMIT p_limit
 		FOR UPDATE OF x SKIP LOCKED
@@ -321,8 +330,8 @@ END $$;
 
 -- mg_enqueue_read(worker, conversation_id, inbox_id): queue "mark as
 -- read + typing indicator" for the inbound message p_inbox_id when a
--- turn starts (lease required). It goes out ahead of the turn's reply
--- (per-conversation order) and is never gated by the 24-hour window.
+-- turn starts (lease required). It never waits behind the conversation's
+-- messages and is never gated by the 24-hour window.
 -- {"ok":true,"outbox_id"} or {"ok":false,"reason":"lease_lost"}.
 CREATE FUNCTION mg_enqueue_read(p_worker text, p_conversation_id bigint,
     p_inbox_id bigint) RETURNS jsonb
@@ -332,6 +341,11 @@ DECLARE
 	w	text;
 	nid	bigint;
 BEGIN
+	-- A lost claim is harmless (the row is still due and is claimed
+	-- again), so this transaction need not wait for its WAL flush; the
+	-- commits that must be durable (ingest, mg_commit_turn,
+	-- mg_outbox_result) keep synchronous_commit on.
+	PERFORM set_config('synchronous_commit', 'off', true);
 	SELECT * INTO cv FROM conversations
 	WHERE id = p_conversation_id AND lease_owner = p_worker
 	    AND lease_until >= now();
