@@ -423,8 +423,9 @@ CREATE TRIGGER message_statuses_outbox AFTER INSERT ON message_statuses
 
 -- mg_outbox_result(id, result): record what the Graph API said about a
 -- row in state 'sending'. result.result:
---   "sent"          {"wamid"}: state sent; statuses that arrived before
---                   the wamid was stored are applied now
+--   "sent"          {"wamid"} (none for a read receipt, which answers
+--                   {"success":true}): state sent; statuses that arrived
+--                   before the wamid was stored are applied now
 --   "dry_run"       no token: state dry_run, nothing posted
 --   "retry"         {"error_code","error_detail","retry_after_s",
 --                   "max_attempts" (default 8)}: back to pending after
@@ -450,11 +451,13 @@ BEGIN
 		RETURN jsonb_build_object('ok', false, 'reason', 'not_sending');
 	END IF;
 	IF r IN ('sent', 'dry_run') THEN
-		IF r = 'sent' AND coalesce(p_result ->> 'wamid', '') = '' THEN
+		IF r = 'sent' AND o.kind <> 'read' AND
+		    coalesce(p_result ->> 'wamid', '') = '' THEN
 			RETURN jsonb_build_object('ok', false,
 			    'reason', 'bad_result');
 		END IF;
-		UPDATE outbox SET state = r, wamid = p_result ->> 'wamid',
+		UPDATE outbox SET state = r,
+		    wamid = nullif(p_result ->> 'wamid', ''),
 		    sent_at = now(), lease_owner = NULL, lease_until = NULL,
 		    attempts = attempts + 1
 		WHERE id = o.id;
