@@ -71,6 +71,12 @@ test_claims_and_behaviour(void **state)
 	assert_string_equal(gate_claim(gate, MODE_OFERTA, 0), "dona_da_vaga");
 	assert_string_equal(gate_claim(gate, MODE_REATIVACAO, 1), "culpa");
 	assert_null(gate_claim(gate, MODE_REATIVACAO, 2));
+	/* No booking exists in discovery: confirming one or a price is a
+	 * violation there too (the injection suite found it let through). */
+	assert_string_equal(gate_claim(gate, MODE_DISCOVERY, 2),
+	    "confirma_reserva");
+	assert_string_equal(gate_claim(gate, MODE_DISCOVERY, 3),
+	    "negocia_valor");
 	assert_true(gate_behavior_count(gate, MODE_DISCOVERY) > 0);
 }
 
@@ -84,7 +90,7 @@ test_prompts_verbatim(void **state)
 	assert_null(gate_confirm_prompt(gate, MODE_OFERTA, MODE_FOLLOWUP));
 }
 
-/* A stand-in for the guard's claim table: prompt text for two ids. */
+/* A stand-in for the guard's claim table: prompt text for four ids. */
 static const char *
 fake_claim_text(const void *ctx, const char *id)
 {
@@ -92,6 +98,10 @@ fake_claim_text(const void *ctx, const char *id)
 		return "Não cite vagas específicas.";
 	if (strcmp(id, "promessa") == 0)
 		return "Não prometa nada.";
+	if (strcmp(id, "confirma_reserva") == 0)
+		return "Não confirme reserva.";
+	if (strcmp(id, "negocia_valor") == 0)
+		return "Não negocie valor.";
 	return NULL;
 }
 
@@ -117,7 +127,8 @@ test_combined_constraints(void **state)
 	    fake_claim_text, NULL, out, sizeof out);
 	snprintf(want, sizeof want, "Política X.\n\n---\n\n"
 	    "## MODO ATUAL: discovery\n\nVocê NÃO pode:\n"
-	    "- Não cite vagas específicas.\n- Não prometa nada.\n\n"
+	    "- Não cite vagas específicas.\n- Não prometa nada.\n"
+	    "- Não confirme reserva.\n- Não negocie valor.\n\n"
 	    "Você DEVE:\n- %s\n- %s\n\n---\n\n%s",
 	    gate_behavior(gate, MODE_DISCOVERY, 0),
 	    gate_behavior(gate, MODE_DISCOVERY, 1), discovery_oferta);
