@@ -70,13 +70,12 @@ test_claims_and_behaviour(void **state)
 	assert_int_equal(gate_claim_count(gate, MODE_OFERTA), 4);
 	assert_string_equal(gate_claim(gate, MODE_OFERTA, 0), "dona_da_vaga");
 	assert_string_equal(gate_claim(gate, MODE_REATIVACAO, 1), "culpa");
-	assert_null(gate_claim(gate, MODE_REATIVACAO, 2));
-	/* No booking exists in discovery: confirming one or a price is a
-	 * violation there too (the injection suite found it let through). */
+	/* Julia confirms no booking and negotiates no pay in any mode. */
 	assert_string_equal(gate_claim(gate, MODE_DISCOVERY, 2),
 	    "confirma_reserva");
-	assert_string_equal(gate_claim(gate, MODE_DISCOVERY, 3),
+	assert_string_equal(gate_claim(gate, MODE_REATIVACAO, 3),
 	    "negocia_valor");
+	assert_null(gate_claim(gate, MODE_REATIVACAO, 4));
 	assert_true(gate_behavior_count(gate, MODE_DISCOVERY) > 0);
 }
 
@@ -90,7 +89,7 @@ test_prompts_verbatim(void **state)
 	assert_null(gate_confirm_prompt(gate, MODE_OFERTA, MODE_FOLLOWUP));
 }
 
-/* A stand-in for the guard's claim table: prompt text for four ids. */
+/* A stand-in for the guard's claim table: prompt text for some ids. */
 static const char *
 fake_claim_text(const void *ctx, const char *id)
 {
@@ -99,9 +98,9 @@ fake_claim_text(const void *ctx, const char *id)
 	if (strcmp(id, "promessa") == 0)
 		return "Não prometa nada.";
 	if (strcmp(id, "confirma_reserva") == 0)
-		return "Não confirme reserva.";
+		return "Não confirme reservas.";
 	if (strcmp(id, "negocia_valor") == 0)
-		return "Não negocie valor.";
+		return "Não negocie valores.";
 	return NULL;
 }
 
@@ -128,7 +127,7 @@ test_combined_constraints(void **state)
 	snprintf(want, sizeof want, "Política X.\n\n---\n\n"
 	    "## MODO ATUAL: discovery\n\nVocê NÃO pode:\n"
 	    "- Não cite vagas específicas.\n- Não prometa nada.\n"
-	    "- Não confirme reserva.\n- Não negocie valor.\n\n"
+	    "- Não confirme reservas.\n- Não negocie valores.\n\n"
 	    "Você DEVE:\n- %s\n- %s\n\n---\n\n%s",
 	    gate_behavior(gate, MODE_DISCOVERY, 0),
 	    gate_behavior(gate, MODE_DISCOVERY, 1), discovery_oferta);
