@@ -121,7 +121,12 @@ ALTER TABLE conversations
 	ADD COLUMN lease_until		timestamptz,
 	ADD COLUMN next_attempt_at	timestamptz,	-- backoff after a failed turn
 	ADD COLUMN control_updated_at	timestamptz,
-	ADD COLUMN control_updated_by	text;
+	ADD COLUMN control_updated_by	text,
+	-- When the AI's memory of the chat starts again (set by mg_release in
+	-- 0005): mg_context replays only messages after it, so the AI's
+	-- hand-off reply and what was said while a human had the chat never
+	-- reach the LLM. doctor_memory and the columns above stay.
+	ADD COLUMN context_since	timestamptz;
 
 -- Facts about the doctor (tool salvar_memoria).
 CREATE TABLE doctor_memory (

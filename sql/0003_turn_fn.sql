@@ -197,6 +197,7 @@ END $$;
 --    messages, oldest first, without the claimed ones),
 --  "messages": [{"id","wamid","type","text","wa_timestamp","received_at",
 --    "attempts","raw"}] (the claimed ones, in order)}.
+-- History starts at conversations.context_since when set (mg_release).
 -- NULL when the conversation does not exist.
 CREATE FUNCTION mg_context(p_conversation_id bigint, p_inbox_ids bigint[],
     p_history int) RETURNS jsonb
@@ -236,6 +237,7 @@ LANGUAGE sql STABLE AS $$
 		    ORDER BY h.at, h.inbox_id, h.outbox_id)
 		FROM (SELECT * FROM transcript t
 		    WHERE t.conversation_id = c.id
+			AND (c.context_since IS NULL OR t.at >= c.context_since)
 			AND (t.inbox_id IS NULL OR
 			    t.inbox_id <> ALL (coalesce(p_inbox_ids, '{}')))
 		    ORDER BY t.at DESC, t.inbox_id DESC NULLS LAST,
