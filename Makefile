@@ -111,8 +111,22 @@ run: deps all
 bench: deps all
 	@tests/bench/run.sh $(BIN)/modegate
 
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, built to find its
+# rules, migrations and queries under $(PREFIX)/share/modegate.
+SHARE = $(PREFIX)/share/modegate
+install:
+	@$(MAKE) --no-print-directory BUILD=build/install BIN=build/install/bin \
+	    RULES_DIR=$(SHARE) all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SHARE)/mode \
+	    $(DESTDIR)$(SHARE)/policy $(DESTDIR)$(SHARE)/sql/queries
+	install -m 755 build/install/bin/modegate $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 mode/*.json mode/*.md $(DESTDIR)$(SHARE)/mode/
+	install -m 644 policy/*.json $(DESTDIR)$(SHARE)/policy/
+	install -m 644 sql/*.sql $(DESTDIR)$(SHARE)/sql/
+	install -m 644 sql/queries/*.sql $(DESTDIR)$(SHARE)/sql/queries/
+
 clean:
-	rm -rf $(BUILD) $(BIN)
+	rm -rf $(BUILD) $(BIN) build/install
 
 fmt-check:
 	@clang-format --version >/dev/null && echo "clang-format present"
