@@ -124,6 +124,8 @@ install:
 	install -m 644 policy/*.json $(DESTDIR)$(SHARE)/policy/
 	install -m 644 sql/*.sql $(DESTDIR)$(SHARE)/sql/
 	install -m 644 sql/queries/*.sql $(DESTDIR)$(SHARE)/sql/queries/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 deploy/modegate.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:
 	rm -rf $(BUILD) $(BIN) build/install
