@@ -5,6 +5,7 @@
 #   make test       dependencies, build, unit + integration tests
 #   make asan       the whole suite under ASan + UBSan
 #   make bench      benchmarks (figures in README)
+#   make demo       a scripted conversation against `make run`
 #   make check-core the purity check of policy/ and mode/
 
 CC	?= cc
@@ -110,6 +111,11 @@ run: deps all
 
 bench: deps all
 	@tests/bench/run.sh $(BIN)/modegate
+
+# A scripted doctor's conversation against `make run` (another terminal).
+.PHONY: demo
+demo:
+	@deploy/demo.sh
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, built to find its
 # rules, migrations and queries under $(PREFIX)/share/modegate.
