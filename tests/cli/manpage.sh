@@ -3,7 +3,8 @@
 # `modegate --help` and every variable of `modegate check-config --list`
 # (both read from the binary under test, so a new command or variable
 # fails here until the page documents it), no variable the binary does not
-# know, and the page renders without a warning.
+# know, and the page renders without a warning. The README's configuration
+# table and command list are held to the same lists.
 cd "$(dirname "$0")/../.." || exit 1
 page=deploy/modegate.1
 bin=${MODEGATE_BIN:-bin/modegate}
@@ -42,6 +43,22 @@ for v in $(sed -n 's/^\.It Ev \([A-Z_0-9]*\)$/\1/p' "$page"); do
 	fail=1
 done
 ok $fail "the man page documents no variable the binary does not know"
+
+fail=0
+for v in $vars; do
+	grep -q "^| \`$v\` |" README.md && continue
+	echo "# variable $v has no row in README.md's configuration table"
+	fail=1
+done
+ok $fail "every environment variable has a row in the README table"
+
+fail=0
+for c in $cmds; do
+	grep -Eq "^  $c( |\$)" README.md && continue
+	echo "# subcommand $c is not in README.md's command list"
+	fail=1
+done
+ok $fail "every subcommand is in the README command list"
 
 if command -v groff >/dev/null 2>&1; then
 	out=$(groff -mandoc -Tutf8 -ww -z "$page" 2>&1)
