@@ -167,8 +167,9 @@ offline_summary(const char *result, int is_error, char *buf, size_t len)
 		    "com esse perfil. Quer que eu te avise quando surgir "
 		    "alguma?");
 	else {
-		snprintf(buf, len, "Encontrei %zu vaga%s aberta%s:", n,
-		    n > 1 ? "s" : "", n > 1 ? "s" : "");
+		snprintf(buf, len, "Encontrei %zu vaga%s aberta%s%s:", n,
+		    n > 1 ? "s" : "", n > 1 ? "s" : "",
+		    n > 3 ? "; estas são as 3 primeiras" : "");
 		for (i = 0; i < n && i < 3; i++)
 			offline_vaga_line(json_object_array_get_idx(list, i),
 			    buf, len);
