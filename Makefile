@@ -5,6 +5,7 @@
 #   make test       dependencies, build, unit + integration tests
 #   make asan       the whole suite under ASan + UBSan
 #   make bench      benchmarks (figures in README)
+#   make test-crash kill -9 under load, then account for every message
 #   make check-core the purity check of policy/ and mode/
 
 CC	?= cc
@@ -110,6 +111,12 @@ run: deps all
 
 bench: deps all
 	@tests/bench/run.sh $(BIN)/modegate
+
+# Crash test: kill -9 under load, >= 20 times, then account for every
+# message (tests/crash/crash.py; a few minutes; figures in README).
+.PHONY: test-crash
+test-crash: all
+	@MODEGATE_BIN=$(CURDIR)/$(BIN)/modegate python3 tests/crash/crash.py
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, built to find its
 # rules, migrations and queries under $(PREFIX)/share/modegate.
