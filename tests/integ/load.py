@@ -307,10 +307,20 @@ def account(h, ld, graph=None, llm=None, kills=(), explain=None,
     return fig, bad
 
 
+def delivered(r):
+    """May the fake Graph API have delivered this post? Yes unless it
+    answered an error status (a post it never answered counts: modegate
+    cannot know)."""
+    s = r.get("step") or {}
+    return s.get("hang") or s.get("status", 200) < 300
+
+
 def _graph(fig, bad, out, graph, kills, explain):
     """Every reply reached the fake Graph API; duplicates counted and
     explained; per doctor, replies arrived in order."""
     reqs = [r for r in graph.requests() if r["path"].endswith("/messages")]
+    fig["graph_error_answers"] = sum(1 for r in reqs if not delivered(r))
+    reqs = [r for r in reqs if delivered(r)]
     texts = [r for r in reqs if (r.get("body") or {}).get("type") == "text"]
     reads = [r for r in reqs if (r.get("body") or {}).get("status") == "read"]
     posts = collections.defaultdict(list)
