@@ -3,7 +3,7 @@
 # steady load of unique signed webhooks, restart it each time, then account
 # for every message from SQL and the fake peers' recorded requests.
 #
-#   python3 tests/crash/crash.py [--kills 20] [--secs 100] [--rate 40]
+#   python3 tests/crash/crash.py [--kills 20] [--secs 60] [--rate 40]
 #                                [--convs 150] [--seed N]
 #
 # One throwaway PostgreSQL cluster, one real `modegate serve` (restarted
@@ -55,7 +55,7 @@ def env_for(llm, graph):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kills", type=int, default=20)
-    ap.add_argument("--secs", type=float, default=100)
+    ap.add_argument("--secs", type=float, default=60)
     ap.add_argument("--rate", type=float, default=40)
     ap.add_argument("--convs", type=int, default=150)
     ap.add_argument("--seed", type=int, default=None)
@@ -79,7 +79,7 @@ def main():
         kills, downtime = [], 0.0
         end = time.time() + a.secs
         while time.time() < end or len(kills) < a.kills:
-            time.sleep(rng.uniform(1.5, 6.5))
+            time.sleep(rng.uniform(1.0, 4.0))
             kills.append(time.time())
             h.stop(signal.SIGKILL)
             h.start()

@@ -271,6 +271,7 @@ def account(h, ld, graph=None, llm=None, kills=(), explain=None,
         for i in ids:
             turn_of[i] = key
     per_turn = collections.Counter()
+    seqs = {}       # (to, text) -> (first, last) seq of the turn answered
     last_seq = {}
     echo = 0
     for oid, iid, st, to, text, _, err in out:
@@ -283,12 +284,18 @@ def account(h, ld, graph=None, llm=None, kills=(), explain=None,
             continue
         per_turn[key] += 1
         want = sorted(by_id[i] for i in turns[key])
+        seqs[(to.lstrip("+"), text)] = (want[0][1], want[-1][1])
         if ECHO.match(text or ""):
             echo += 1
-            got = sorted(tags(text.split(":", 1)[1]))
-            if got != want:
+            got = set(tags(text.split(":", 1)[1]))
+            # the turn's messages, and before them only messages whose
+            # reply never reached the doctor (failed replies are left out
+            # of the transcript, so the LLM sees those messages again)
+            if not set(want) <= got or any(
+                    c != want[0][0] or k >= want[0][1]
+                    for c, k in got - set(want)):
                 bad.append("reply %s names %s, its turn was %s" %
-                           (oid, got, want))
+                           (oid, sorted(got), want))
         c = want[0][0]
         if want[0][1] <= last_seq.get(c, 0):
             bad.append("conversation %d: reply to %s after the reply to "
@@ -301,7 +308,7 @@ def account(h, ld, graph=None, llm=None, kills=(), explain=None,
                        (key, len(turns[key]), per_turn[key]))
 
     if graph is not None:
-        _graph(fig, bad, out, graph, kills, explain)
+        _graph(fig, bad, out, graph, kills, explain, seqs)
     if llm is not None:
         _history(fig, bad, out, llm)
     return fig, bad
@@ -315,7 +322,7 @@ def delivered(r):
     return s.get("hang") or s.get("status", 200) < 300
 
 
-def _graph(fig, bad, out, graph, kills, explain):
+def _graph(fig, bad, out, graph, kills, explain, seqs):
     """Every reply reached the fake Graph API; duplicates counted and
     explained; per doctor, replies arrived in order."""
     reqs = [r for r in graph.requests() if r["path"].endswith("/messages")]
@@ -365,21 +372,20 @@ def _graph(fig, bad, out, graph, kills, explain):
     per = collections.defaultdict(list)
     for r in sorted(texts, key=lambda r: r["t"]):
         b = r["body"]
-        ts = tags(b["text"]["body"].split(":", 1)[-1]) \
-            if ECHO.match(b["text"]["body"]) else []
-        if ts:
-            per[b.get("to")].append((b["text"]["body"], ts))
+        k = (b.get("to", "").lstrip("+"), b["text"]["body"])
+        if k in seqs:
+            per[k[0]].append((k[1], seqs[k]))
     disorder = 0
     for to, seq in per.items():
         last, hi = None, 0
-        for body, ts in seq:
+        for body, (lo, top) in seq:
             if body == last:
                 continue
-            if min(k for _, k in ts) <= hi:
+            if lo <= hi:
                 disorder += 1
                 bad.append("%s: reply %r reached the Graph API after a "
                            "later one" % (to, body[:40]))
-            hi = max(hi, max(k for _, k in ts))
+            hi = max(hi, top)
             last = body
     fig["graph_out_of_order"] = disorder
 
@@ -394,7 +400,8 @@ def _history(fig, bad, out, llm):
     for oid, iid, st, to, text, _, _ in out:
         m = ECHO.match(text or "")
         p = prev.get(to)
-        prev[to] = text
+        if st not in ("failed", "dead", "dropped"):
+            prev[to] = text     # the others are left out of transcripts
         if not m or p is None:
             continue
         r = by_n.get(int(m.group(1)))
@@ -409,13 +416,16 @@ def _history(fig, bad, out, llm):
                        (oid, p[:40], to))
     fig["llm_requests"] = len(reqs)
     fig["history_checked"] = checked
-    # LLM requests of one conversation open at the same time
+    # LLM requests of one conversation open at the same time (answered
+    # ones: a faulty answer's end is when the client gave up, unknown here)
     per = collections.defaultdict(list)
     for r in reqs:
+        if r.get("step") is not None or r["t_end"] is None:
+            continue
         ts = tags(_llm_text({"body": {"messages": (r.get("body") or {}).get(
             "messages", [])[-1:]}}))
         if ts:
-            per[ts[0][0]].append((r["t"], r["t_end"] or r["t"] + 1e9))
+            per[ts[0][0]].append((r["t"], r["t_end"]))
     over = 0
     for c, iv in per.items():
         iv.sort()
