@@ -176,6 +176,13 @@ class Harness:
                                      stdout=self.logf, stderr=self.logf)
         if wait:
             self.wait_until(self._healthy, 10, "serve did not come up")
+            # Listening comes before the database connections: a webhook
+            # in between is answered 503 (Meta would retry). Give them a
+            # moment (not an error: some cases start unmigrated or down).
+            end = time.monotonic() + 3
+            while time.monotonic() < end and \
+                    self._request("GET", "/readyz")[0] != 200:
+                time.sleep(0.02)
 
     def _healthy(self):
         if self.proc.poll() is not None:
