@@ -45,8 +45,9 @@ def env_for(llm, graph):
             "WHATSAPP_TOKEN": "crash-token",
             "WHATSAPP_API_BASE": graph.url + "/v25.0",
             # short leases: a killed process's turns and posts are retaken
-            # within seconds (a turn renews its lease every 2 s)
-            "MODEGATE_LEASE_S": "3", "MODEGATE_SEND_LEASE_S": "3",
+            # within seconds (a turn renews its lease every 2 s; a post
+            # times out after 4 s, the answer is recorded at once)
+            "MODEGATE_LEASE_S": "3", "MODEGATE_SEND_LEASE_S": "5",
             "MODEGATE_COALESCE_MS": "200",
             "MODEGATE_SEND_RETRY_BASE_MS": "200",
             "MODEGATE_LOG_LEVEL": "warn"}

@@ -42,7 +42,10 @@ def ready(h, llm_args=("--echo",), graph_args=(), **env):
             "LLM_API_KEY": "test-key", "LLM_MODEL": "test-model",
             "WHATSAPP_TOKEN": "test-token",
             "WHATSAPP_API_BASE": graph.url + "/v25.0",
-            "MODEGATE_LEASE_S": "3", "MODEGATE_SEND_LEASE_S": "3",
+            # short leases: work cut by a kill or an outage is retaken
+            # within seconds; the send lease leaves a slow machine seconds
+            # to record an answer before the row could be posted again
+            "MODEGATE_LEASE_S": "3", "MODEGATE_SEND_LEASE_S": "5",
             "MODEGATE_COALESCE_MS": "100",
             "MODEGATE_SEND_RETRY_BASE_MS": "100"}
     conf.update(env)
@@ -176,7 +179,10 @@ def failed(r):
 
 
 def test_llm_faults_under_load(h):
-    llm, graph = ready(h, LLM_TIMEOUT="1", LLM_BREAKER_THRESHOLD="1000")
+    # (a 10 s lease: no turn is cut and redone, so identical requests are
+    # the attempts of one call)
+    llm, graph = ready(h, LLM_TIMEOUT="1", LLM_BREAKER_THRESHOLD="1000",
+                       MODEGATE_LEASE_S="10")
     llm.chaos(0.35, LLM_FAULTS, seed=6)
     ld = run_load(h, [h.port], 10, 30, 10)
     calls = llm_calls(llm)
@@ -222,7 +228,8 @@ def test_llm_faults_under_load(h):
 
 
 def test_llm_breaker_opens_under_load(h):
-    llm, graph = ready(h, LLM_TIMEOUT="2", LLM_BREAKER_THRESHOLD="3")
+    llm, graph = ready(h, LLM_TIMEOUT="2", LLM_BREAKER_THRESHOLD="3",
+                       MODEGATE_LEASE_S="10")
     llm.chaos(1, [{"fault": "529", "status": 529, "headers": SHOULD_RETRY}])
     ld = run_load(h, [h.port], 8, 20, 8)
     fig = check(h, ld, "LLM down, breaker", graph=graph)
@@ -262,13 +269,15 @@ GRAPH_FAULTS = [
     {"fault": "529", "status": 529},
     {"fault": "429", "status": 429, "code": 130429},
     {"fault": "malformed", "status": 200, "raw": '{"messaging_product":'},
-    {"fault": "timeout", "delay": 3},
+    {"fault": "timeout", "delay": 6},
     {"fault": "hang", "hang": True},
 ]
 
 
 def test_graph_faults_under_load(h):
-    llm, graph = ready(h)
+    # a 6 s send lease: posts time out after 5 s (lease - 1), and a slow
+    # machine has seconds to record an answer before the lease expires
+    llm, graph = ready(h, MODEGATE_SEND_LEASE_S="6")
     graph.chaos(0.25, GRAPH_FAULTS, seed=7)
     ld = run_load(h, [h.port], 8, 30, 12)
     reqs = [r for r in graph.requests() if r["path"].endswith("/messages")]
@@ -330,7 +339,11 @@ def test_graph_faults_under_load(h):
 # -- scale-out ----------------------------------------------------------------
 
 def test_three_processes_under_load(h):
-    llm, graph = ready(h, llm_args=("--echo", "--delay", "0.05"))
+    # a 10 s lease (renewed every 4 s): even on a starved machine no turn
+    # loses its lease, so two LLM calls of one conversation at once would
+    # be two processes working on it
+    llm, graph = ready(h, llm_args=("--echo", "--delay", "0.05"),
+                       MODEGATE_LEASE_S="10")
     others = [h.second(), h.second()]
     for o in others:
         o.start()
