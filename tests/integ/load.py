@@ -228,8 +228,7 @@ def account(h, ld, graph=None, llm=None, kills=(), explain=None,
     acked = ld.acked
     fig["messages_acked"] = len(acked)
     rows = h.sql("SELECT wamid, id, state, conversation_id, "
-                 "coalesce(done_at::text, ''), raw -> 'text' ->> 'body' "
-                 "FROM inbox")
+                 "coalesce(done_at::text, '') FROM inbox")
     inbox = {r[0]: r for r in rows}
     fig["inbox_rows"] = len(rows)
     pol = dict(h.sql("SELECT inbox_id, count(*) FROM audit_log WHERE "
@@ -342,6 +341,7 @@ def _graph(fig, bad, out, graph, kills, explain, seqs):
     if missing:
         fig["replies_missing_at_graph"] = len(missing)
     dups = 0
+    gaps = []       # first post -> the kill that cut its recording
     why = collections.Counter()
     for k, ps in posts.items():
         if k not in rows:
@@ -354,8 +354,10 @@ def _graph(fig, bad, out, graph, kills, explain, seqs):
         dups += extra
         reasons = []
         for a, b in zip(ps, ps[1:]):
-            if any(a["t"] <= t <= b["t"] for t in kills):
+            ks = [t for t in kills if a["t"] <= t <= b["t"]]
+            if ks:
                 reasons.append("kill -9 between the two posts")
+                gaps.append(ks[0] - a["t"])
             elif explain is not None and explain(a, b):
                 reasons.append(explain(a, b))
         for w in reasons[:extra]:
@@ -365,6 +367,10 @@ def _graph(fig, bad, out, graph, kills, explain, seqs):
                        (k, len(ps)))
     fig["duplicate_replies"] = dups
     fig["duplicates_explained"] = dict(why)
+    if gaps:
+        gaps.sort()
+        fig["post_to_kill_s"] = "median %.3f, max %.3f" % (
+            gaps[len(gaps) // 2], gaps[-1])
     seen = collections.Counter(r["body"].get("message_id") for r in reads)
     fig["read_receipts_posted"] = len(reads)
     fig["read_receipts_duplicate"] = sum(n - 1 for n in seen.values())

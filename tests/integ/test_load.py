@@ -13,24 +13,19 @@
 # SPDX-License-Identifier: MIT
 import collections
 import json
+import os
 import random
 import signal
 import time
 
 import load
-from harness import eq
-
-FALLBACK = None     # the canned fallback reply, read from the rules
+from harness import ROOT, eq
 
 
-def fallback_text(h):
-    global FALLBACK
-    if FALLBACK is None:
-        import os
-        from harness import ROOT
-        with open(os.path.join(ROOT, "mode", "messages.json")) as f:
-            FALLBACK = json.load(f)["replies"]["fallback"]
-    return FALLBACK
+def fallback_text():
+    """The canned reply when the LLM cannot answer (mode/messages.json)."""
+    with open(os.path.join(ROOT, "mode", "messages.json")) as f:
+        return json.load(f)["replies"]["fallback"]
 
 
 def ready(h, llm_args=("--echo",), graph_args=(), **env):
@@ -126,7 +121,7 @@ def test_postgres_restart_under_load(h):
           explain=db_down)
 
 
-# -- kill -9 (the crash test, short: make test-crash runs the long one) --------
+# -- kill -9 (the crash test in short; make test-crash runs the long one) ---
 
 def test_kill9_under_load(h):
     llm, graph = ready(h, llm_args=("--echo", "--slim", "--delay", "0.05"),
@@ -210,7 +205,7 @@ def test_llm_faults_under_load(h):
             assert gap >= least, "retry after %.2f s (%s)" % (
                 gap, a["step"]["fault"])
     fig = check(h, ld, "LLM faults under load", graph=graph, llm=llm)
-    fb = fallback_text(h)
+    fb = fallback_text()
     replies = [r[0] for r in h.sql("SELECT payload -> 'text' ->> 'body' "
                                    "FROM outbox WHERE kind = 'text'")]
     eq(sum(1 for r in replies if r == fb), gave_up,
@@ -235,7 +230,7 @@ def test_llm_breaker_opens_under_load(h):
     fig = check(h, ld, "LLM down, breaker", graph=graph)
     calls = llm_calls(llm)
     eq(fig["echo_replies"], 0, "no LLM reply")
-    fb = fallback_text(h)
+    fb = fallback_text()
     eq(h.sql1("SELECT count(*) FROM outbox WHERE kind = 'text' AND "
               "payload -> 'text' ->> 'body' <> '%s'" % fb.replace("'", "''")),
        "0", "every turn got the fallback reply")
