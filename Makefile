@@ -113,7 +113,7 @@ bench: deps all
 	@tests/bench/run.sh $(BIN)/modegate
 
 # Crash test: kill -9 under load, >= 20 times, then account for every
-# message (tests/crash/crash.py; a few minutes; figures in README).
+# message (tests/crash/crash.py; about 75 s; figures in README).
 .PHONY: test-crash
 test-crash: all
 	@MODEGATE_BIN=$(CURDIR)/$(BIN)/modegate python3 tests/crash/crash.py

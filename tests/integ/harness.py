@@ -180,9 +180,12 @@ class Harness:
             # in between is answered 503 (Meta would retry). Give them a
             # moment (not an error: some cases start unmigrated or down).
             end = time.monotonic() + 3
-            while time.monotonic() < end and \
-                    self._request("GET", "/readyz")[0] != 200:
-                time.sleep(0.02)
+            try:
+                while time.monotonic() < end and \
+                        self._request("GET", "/readyz")[0] != 200:
+                    time.sleep(0.02)
+            except OSError:
+                pass
 
     def _healthy(self):
         if self.proc.poll() is not None:
