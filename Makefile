@@ -6,6 +6,7 @@
 #   make asan       the whole suite under ASan + UBSan
 #   make bench      benchmarks (figures in README)
 #   make demo       a scripted conversation against `make run`
+#   make test-crash kill -9 under load, then account for every message
 #   make check-core the purity check of policy/ and mode/
 
 CC	?= cc
@@ -116,6 +117,12 @@ bench: deps all
 .PHONY: demo
 demo:
 	@deploy/demo.sh
+
+# Crash test: kill -9 under load, >= 20 times, then account for every
+# message (tests/crash/crash.py; about 75 s; figures in README).
+.PHONY: test-crash
+test-crash: all
+	@MODEGATE_BIN=$(CURDIR)/$(BIN)/modegate python3 tests/crash/crash.py
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, built to find its
 # rules, migrations and queries under $(PREFIX)/share/modegate.

@@ -13,7 +13,10 @@ Scripted steps (see fakelib.py) add:
                                                unless raw_arguments)
   {"stop": "max_tokens"}                       override the stop reason
   {"status": 429, "headers": {"retry-after": "1"}, "type": .., "code": ..}
-Default (empty script): a plain end_turn / stop text reply.
+Default (empty script): a plain end_turn / stop text reply; with --echo
+(or POST /__config {"echo": true}) the reply is "eco N: <the last user
+message>", N being the request's index in /__requests, so a test can tell
+which request produced a reply and what that request saw.
   python3 tests/fakes/fake_llm.py --port 0      (prints the port)
 SPDX-License-Identifier: MIT
 """
@@ -182,6 +185,19 @@ def reply_openai(req, step):
                   "total_tokens": 150}}, None
 
 
+def last_user_text(req):
+    """The text of the last user message (string or text blocks)."""
+    for m in reversed(req["body"].get("messages") or []):
+        if m.get("role") != "user":
+            continue
+        c = m.get("content")
+        if isinstance(c, str):
+            return c
+        return "\n".join(b.get("text", "") for b in c or []
+                         if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
 def answer(req, step):
     step = step or {}
     if "raw" in step:
@@ -199,6 +215,8 @@ def answer(req, step):
                    step.get("type"), step.get("code"), step.get("headers"))
     if "text" not in step and "tool_calls" not in step:
         step = dict(step, text="Olá! Em que posso ajudar?")
+        if fakelib.Handler.state.config.get("echo"):
+            step["text"] = "eco %d: %s" % (req["n"], last_user_text(req))
     return reply_openai(req, step) if is_openai(req) \
         else reply_anthropic(req, step)
 

@@ -6,15 +6,28 @@ Control endpoints (never used by real peers):
   DELETE /__script    clear the queue
   GET    /__requests  every request so far: [{method,path,headers,body,t}]
                       (t: arrival, Unix seconds, for latency benchmarks)
-  POST   /__reset     clear queue and recorded requests
+  POST   /__reset     clear queue, chaos and recorded requests
+  POST   /__chaos     body: {"p": 0.3, "steps": [step, ...], "seed": 1}:
+                      fault injection under load -- an unscripted request
+                      gets, with probability p, one of the steps (picked
+                      at random) instead of the normal answer
+  DELETE /__chaos     no more chaos
+  POST   /__config    body: {"echo": true, "delay": S} (see below)
 Common step keys: "status", "headers", "body" (JSON, sent verbatim),
 "raw" (text sent verbatim), "delay" (seconds to sleep before answering;
-a client with a shorter timeout gives up first). --delay S makes every
-unscripted answer wait S seconds (a slow peer for load benchmarks).
+a client with a shorter timeout gives up first), "hang": true (read the
+request, then never answer: the connection stays open until the client
+gives up), "fault" (a label, recorded). Each recorded request carries
+"step" (the step it was given, or null) and "t_end" (when the answer was
+written; null for a hang). --delay S makes every unscripted answer wait S
+seconds (a slow peer for load benchmarks); --slim records requests
+without their raw text, system prompt and tool list (long load runs).
 SPDX-License-Identifier: MIT
 """
 import argparse
 import json
+import random
+import select
 import sys
 import threading
 import time
@@ -26,10 +39,19 @@ class State:
         self.lock = threading.Lock()
         self.script = []
         self.requests = []
+        self.chaos = None       # {"p", "steps", "rng"}
+        self.config = {}        # echo, delay, slim
+        self.slim = False
 
     def pop(self):
+        """The next scripted step, else a chaos step, else None."""
         with self.lock:
-            return self.script.pop(0) if self.script else None
+            if self.script:
+                return self.script.pop(0)
+            c = self.chaos
+            if c and c["steps"] and c["rng"].random() < c["p"]:
+                return dict(c["rng"].choice(c["steps"]))
+            return None
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -77,7 +99,24 @@ class Handler(BaseHTTPRequestHandler):
             with st.lock:
                 st.script.clear()
                 st.requests.clear()
+                st.chaos = None
             return self.send_json(200, {})
+        if self.path == "/__chaos" and method == "POST":
+            c = json.loads(self.read_body() or b"{}")
+            with st.lock:
+                st.chaos = {"p": float(c.get("p", 1)),
+                            "steps": list(c.get("steps", [])),
+                            "rng": random.Random(c.get("seed"))}
+            return self.send_json(200, {})
+        if self.path == "/__chaos" and method == "DELETE":
+            with st.lock:
+                st.chaos = None
+            return self.send_json(200, {})
+        if self.path == "/__config" and method == "POST":
+            c = json.loads(self.read_body() or b"{}")
+            with st.lock:
+                st.config.update(c)
+            return self.send_json(200, st.config)
         return self.send_json(404, {"error": "unknown control path"})
 
     def handle_any(self, method):
@@ -92,14 +131,46 @@ class Handler(BaseHTTPRequestHandler):
         req = {"method": method, "path": self.path,
                "headers": {k.lower(): v for k, v in self.headers.items()},
                "body": body, "raw": raw.decode("utf-8", "replace"), "t": t}
-        with self.state.lock:
-            self.state.requests.append(req)
-        step = self.state.pop()
-        delay = step.get("delay") if step else self.default_delay
+        st = self.state
+        step = st.pop()
+        with st.lock:
+            req["n"] = len(st.requests)
+            req["step"] = step
+            req["t_end"] = None
+            st.requests.append(req)
+        if step and step.get("hang"):
+            if st.slim:
+                self.slim(req)
+            return self.hang()
+        delay = step.get("delay") if step else st.config.get(
+            "delay", self.default_delay)
         if delay:
             time.sleep(float(delay))
         status, headers, obj, rawtext = self.answer(req, step)
+        if st.slim:
+            self.slim(req)
         self.send_json(status, obj, headers, rawtext)
+        req["t_end"] = time.time()
+
+    @staticmethod
+    def slim(req):
+        req.pop("raw", None)
+        if isinstance(req.get("body"), dict):
+            req["body"].pop("system", None)
+            req["body"].pop("tools", None)
+
+    def hang(self):
+        """Accepted, never answered: wait until the client hangs up."""
+        self.close_connection = True
+        end = time.time() + 600
+        while time.time() < end:
+            r, _, _ = select.select([self.connection], [], [], 0.5)
+            if r:
+                try:
+                    if not self.connection.recv(1024):
+                        return
+                except OSError:
+                    return
 
     def do_POST(self):
         self.handle_any("POST")
@@ -118,11 +189,19 @@ def serve(answer, description):
     ap.add_argument("--script", help="JSON file holding a list of steps")
     ap.add_argument("--delay", type=float, default=0,
                     help="seconds every unscripted answer waits")
+    ap.add_argument("--slim", action="store_true",
+                    help="record requests without raw text, system, tools")
+    ap.add_argument("--echo", action="store_true",
+                    help="fake_llm: unscripted replies echo the request")
     args = ap.parse_args()
     st = State()
+    st.slim = args.slim
+    if args.echo:
+        st.config["echo"] = True
     if args.script:
         with open(args.script) as f:
             st.script.extend(json.load(f))
+    Handler.state = st      # answer functions may read st.config
     handler = type("H", (Handler,), {"state": st,
                                      "answer": staticmethod(answer),
                                      "default_delay": args.delay})

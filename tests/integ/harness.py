@@ -20,9 +20,11 @@
 #                                    absent); h.payload(name): tests/cases/webhooks
 #   h.log()                          the server's stderr so far
 #   h.env                            the environment serve and migrate get
-#   h.fake("llm"|"graph")            start tests/fakes/fake_NAME.py (stopped
-#                                    with the case): .url, .script(steps),
-#                                    .requests(), .reset()
+#   h.fake("llm"|"graph", *args)     start tests/fakes/fake_NAME.py (stopped
+#                                    with the case; args e.g. "--echo",
+#                                    "--slim"): .url, .script(steps),
+#                                    .requests(), .reset(), .chaos(p, steps),
+#                                    .config(**kw)
 #   h.second()                       another Harness on the same database
 #                                    (a second modegate process)
 import hashlib
@@ -139,8 +141,8 @@ class Harness:
         self.others = []
 
     # -- peers -----------------------------------------------------------
-    def fake(self, name):
-        f = Fake(name)
+    def fake(self, name, *args):
+        f = Fake(name, *args)
         self.fakes.append(f)
         return f
 
@@ -327,16 +329,17 @@ class Harness:
 class Fake:
     """A fake peer process (tests/fakes/fake_NAME.py) on a free port."""
 
-    def __init__(self, name):
+    def __init__(self, name, *args):
         self.proc = subprocess.Popen(
             ["python3", os.path.join(ROOT, "tests", "fakes",
-                                     "fake_%s.py" % name), "--port", "0"],
+                                     "fake_%s.py" % name), "--port", "0"] +
+            list(args),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.port = int(self.proc.stdout.readline().strip())
         self.url = "http://127.0.0.1:%d" % self.port
 
     def _call(self, method, path, body=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         try:
             data = json.dumps(body).encode() if body is not None else None
             c.request(method, path, body=data,
@@ -354,6 +357,17 @@ class Fake:
 
     def reset(self):
         return self._call("POST", "/__reset", {})
+
+    def chaos(self, p, steps, seed=None):
+        """With probability p an unscripted request gets one of steps."""
+        return self._call("POST", "/__chaos", {"p": p, "steps": steps,
+                                               "seed": seed})
+
+    def calm(self):
+        return self._call("DELETE", "/__chaos")
+
+    def config(self, **kw):
+        return self._call("POST", "/__config", kw)
 
     def stop(self):
         if self.proc.poll() is None:
