@@ -13,6 +13,7 @@
 
 #include "cmd.h"
 #include "config.h"
+#include "followup.h"
 #include "ingest.h"
 #include "log.h"
 #include "ruleset.h"
@@ -112,7 +113,8 @@ cmd_serve(int argc, char **argv)
 	struct config		 cfg;
 	struct event		*sigint = NULL, *sigterm = NULL;
 	struct worker		*worker = NULL;
-	int			 rc;
+	struct followup		*fu = NULL;
+	int			 rc, fu_off;
 
 	if (argc > 1) {
 		fprintf(stderr, "usage: modegate serve\n");
@@ -133,6 +135,8 @@ cmd_serve(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if ((worker = worker_new(st.srv.base, &cfg)) == NULL)
 		goto done;
+	if ((fu = followup_new(st.srv.base, &cfg, &fu_off)) == NULL && !fu_off)
+		goto done;
 	sigint = evsignal_new(st.srv.base, SIGINT, serve_signal, &st);
 	sigterm = evsignal_new(st.srv.base, SIGTERM, serve_signal, &st);
 	if (sigint == NULL || sigterm == NULL || event_add(sigint, NULL) ||
@@ -142,6 +146,7 @@ cmd_serve(int argc, char **argv)
 	log_info("serve: stopped");
 	rc = 0;
 done:
+	followup_free(fu);
 	worker_free(worker);
 	http_free(&st.srv);
 	if (st.drain != NULL)
