@@ -275,10 +275,11 @@ BEGIN
 	RETURN jsonb_build_object('sent', nsent, 'failed', nfail);
 END $$;
 
--- Sent follow-ups: answered when the doctor wrote after the send or an
--- outcome was recorded since; sem_resposta (funnel, for that shift) once
--- p_no_answer has passed without either. Returns {"answered",
--- "sem_resposta"}.
+-- Sent follow-ups: answered when an outcome was recorded since the send
+-- or the doctor wrote after it (once that message's turn committed, so
+-- the reason names the outcome it recorded); sem_resposta (funnel, for
+-- that shift) once p_no_answer has passed without either. Returns
+-- {"answered", "sem_resposta"}.
 CREATE FUNCTION mg_followup_close(p_no_answer interval, p_limit int)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -293,6 +294,9 @@ BEGIN
 	    ORDER BY f.id LIMIT p_limit
 	    FOR UPDATE OF f SKIP LOCKED LOOP
 		outc := mg_outcome_since(r.conversation_id, r.vaga_id, r.sent_at);
+		IF outc IS NULL AND mg_inbound_open(r.conv) THEN
+			CONTINUE;	-- its turn may record the outcome
+		END IF;
 		IF outc IS NOT NULL OR mg_inbound_after(r.conv, r.sent_at) THEN
 			UPDATE followups SET state = 'answered',
 			    closed_at = now(), reason = outc
