@@ -4,8 +4,9 @@
 -- answered, failed sends, the 131047 template hand-over, stale pendings
 -- expired and audited, and idempotence.
 -- SPDX-License-Identifier: MIT
+\set q_fu `cat sql/queries/followups_by_state.sql`
 BEGIN;
-SELECT plan(34);
+SELECT plan(35);
 
 INSERT INTO vagas (id, hospital, especialidade, regiao, turno, data,
     responsavel_nome, responsavel_contato)
@@ -177,6 +178,14 @@ SELECT pg_temp.sweep();
 SELECT is(pg_temp.fu('notpl') || '/' || (SELECT count(*) FROM outbox
     WHERE conversation_id = pg_temp.cid('notpl')),
     'skipped:sem_template/0', 'closed window without a template: skipped');
+
+SELECT results_eq('SELECT state, reason, sum(bridges)::int FROM (' ||
+    rtrim(:'q_fu', E'; \n') || ') x GROUP BY 1, 2 ORDER BY 1, 2',
+    $$VALUES ('answered', NULL, 1), ('failed', 'outbox dropped', 1),
+    ('queued', NULL, 1), ('sem_resposta', NULL, 1),
+    ('skipped', 'desfecho_registrado', 1), ('skipped', 'opt_out', 1),
+    ('skipped', 'sem_template', 1), ('waiting', NULL, 3)$$,
+    'queries/followups_by_state.sql');
 
 SELECT * FROM finish();
 ROLLBACK;
