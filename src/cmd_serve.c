@@ -135,12 +135,13 @@ cmd_serve(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if ((worker = worker_new(st.srv.base, &cfg)) == NULL)
 		goto done;
-	if ((fu = followup_new(st.srv.base, &cfg, &fu_off)) == NULL && !fu_off)
-		goto done;
 	sigint = evsignal_new(st.srv.base, SIGINT, serve_signal, &st);
 	sigterm = evsignal_new(st.srv.base, SIGTERM, serve_signal, &st);
 	if (sigint == NULL || sigterm == NULL || event_add(sigint, NULL) ||
 	    event_add(sigterm, NULL) || http_start(&st.srv) == -1)
+		goto done;
+	/* After the webhook's pool: the scheduler is never in its way. */
+	if ((fu = followup_new(st.srv.base, &cfg, &fu_off)) == NULL && !fu_off)
 		goto done;
 	event_base_dispatch(st.srv.base);
 	log_info("serve: stopped");

@@ -36,8 +36,9 @@ static const char template_sql[] =
 
 struct followup {
 	struct event_base	*base;
-	struct dbq		*db;
-	struct event		*timer;
+	const struct config	*cfg;
+	struct dbq		*db;		/* opened at the first pass */
+	struct event		*timer, *first;
 	char			 owner[96];
 	char			*text;		/* messages.json replies.followup */
 	char			 after_s[16], no_answer_s[16];
@@ -180,6 +181,13 @@ followup_tick(evutil_socket_t fd, short what, void *arg)
 
 	if (f->busy)
 		return;
+	/* The pool opens at the first pass, a second after the start, so
+	 * that it never competes with the webhook's connections then. */
+	if (f->db == NULL &&
+	    (f->db = dbq_new(f->base, f->cfg->database_url, 1)) == NULL) {
+		log_warnx("followup: out of memory");
+		return;
+	}
 	if (!f->tpl_done) {
 		if (dbq_query(f->db, template_sql, 2, (const char *const[]){
 		    f->tpl_name, f->tpl_lang }, followup_template_done, f) == 0)
@@ -202,7 +210,7 @@ followup_new(struct event_base *base, const struct config *cfg,
     int *disabled)
 {
 	struct followup	*f;
-	struct timeval	 tv = { cfg->sweep_s, 0 };
+	struct timeval	 tv = { cfg->sweep_s, 0 }, soon = { 1, 0 };
 	char		 host[64];
 
 	*disabled = cfg->sweep_s == 0;
@@ -213,6 +221,7 @@ followup_new(struct event_base *base, const struct config *cfg,
 	if ((f = calloc(1, sizeof *f)) == NULL)
 		return NULL;
 	f->base = base;
+	f->cfg = cfg;
 	if (gethostname(host, sizeof host) == -1)
 		snprintf(host, sizeof host, "host");
 	host[sizeof host - 1] = '\0';
@@ -232,11 +241,11 @@ followup_new(struct event_base *base, const struct config *cfg,
 		    "NAME:LANGUAGE");
 		goto fail;
 	}
-	if ((f->db = dbq_new(base, cfg->database_url, 1)) == NULL ||
-	    (f->timer = event_new(base, -1, EV_PERSIST, followup_tick, f)) ==
-	    NULL || event_add(f->timer, &tv) == -1)
+	if ((f->timer = event_new(base, -1, EV_PERSIST, followup_tick, f)) ==
+	    NULL || event_add(f->timer, &tv) == -1 ||
+	    (f->first = evtimer_new(base, followup_tick, f)) == NULL ||
+	    evtimer_add(f->first, &soon) == -1)
 		goto fail;
-	event_active(f->timer, EV_TIMEOUT, 0);	/* a first pass at once */
 	log_info("followup: sweep every %d s; follow-up %s s after a bridge, "
 	    "sem_resposta %s s after it", cfg->sweep_s, f->after_s,
 	    f->no_answer_s);
@@ -255,6 +264,8 @@ followup_free(struct followup *f)
 	dbq_free(f->db);	/* no callback runs after this */
 	if (f->timer != NULL)
 		event_free(f->timer);
+	if (f->first != NULL)
+		event_free(f->first);
 	free(f->text);
 	free(f->tpl_name);
 	free(f->tpl_lang);

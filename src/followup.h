@@ -19,7 +19,7 @@ struct followup;
  * Start the scheduler on base (borrowed, like cfg: both must outlive it):
  * reads the follow-up text (mode/messages.json replies.followup) and the
  * pending timeout (mode/transitions.json), stores
- * WHATSAPP_TEMPLATE_FOLLOWUP in wa_templates, then sweeps at once and
+ * WHATSAPP_TEMPLATE_FOLLOWUP in wa_templates, then sweeps a second later and
  * every MODEGATE_SWEEP_S. MODEGATE_SWEEP_S=0 returns NULL without error
  * (*disabled set). NULL on failure (logged).
  */
