@@ -5,6 +5,7 @@
 #   make test       dependencies, build, unit + integration tests
 #   make asan       the whole suite under ASan + UBSan
 #   make bench      benchmarks (figures in README)
+#   make demo       a scripted conversation against `make run`
 #   make check-core the purity check of policy/ and mode/
 
 CC	?= cc
@@ -111,6 +112,11 @@ run: deps all
 bench: deps all
 	@tests/bench/run.sh $(BIN)/modegate
 
+# A scripted doctor's conversation against `make run` (another terminal).
+.PHONY: demo
+demo:
+	@deploy/demo.sh
+
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, built to find its
 # rules, migrations and queries under $(PREFIX)/share/modegate.
 SHARE = $(PREFIX)/share/modegate
@@ -124,6 +130,8 @@ install:
 	install -m 644 policy/*.json $(DESTDIR)$(SHARE)/policy/
 	install -m 644 sql/*.sql $(DESTDIR)$(SHARE)/sql/
 	install -m 644 sql/queries/*.sql $(DESTDIR)$(SHARE)/sql/queries/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 deploy/modegate.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:
 	rm -rf $(BUILD) $(BIN) build/install

@@ -17,6 +17,7 @@
 #include "db.h"
 #include "ingest.h"
 #include "log.h"
+#include "metrics_turn.h"
 #include "sender.h"
 #include "server.h"
 #include "worker.h"
@@ -24,9 +25,17 @@
 
 #define STATUS_INTERVAL_S	5
 
+/* One pass over inbox: rows by state and the oldest pending one's age;
+ * plus the conversation_mode_enabled flag, for /metrics. */
 static const char status_sql[] =
+    "WITH s AS (SELECT state, count(*) AS n, min(received_at) AS oldest "
+    "FROM inbox GROUP BY state) "
     "SELECT 'version', coalesce(max(version), 0) FROM schema_migrations "
-    "UNION ALL SELECT state, count(*) FROM inbox GROUP BY state";
+    "UNION ALL SELECT state, n FROM s "
+    "UNION ALL SELECT 'oldest_pending_ms', (extract(epoch FROM now() - "
+    "oldest) * 1000)::bigint FROM s WHERE state = 'pending' "
+    "UNION ALL SELECT 'flag:' || value, percent FROM feature_flags "
+    "WHERE name = 'conversation_mode_enabled'";
 
 typedef void (*route_fn)(struct server *, struct evhttp_request *, double);
 
@@ -109,6 +118,7 @@ route_metrics(struct server *s, struct evhttp_request *req, double t0)
 	    db_pool_up(s->pool), http_ready(s, why, sizeof why));
 	if (s->sender != NULL)
 		sender_metrics(s->sender, evhttp_request_get_output_buffer(req));
+	metrics_turn_render(evhttp_request_get_output_buffer(req));
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, 200, NULL, NULL);
@@ -159,8 +169,9 @@ static void
 http_status_done(PGresult *res, const char *err, void *arg)
 {
 	struct server	*s = arg;
-	const char	*k;
-	int		 i, j;
+	const char	*k, *flag = NULL;
+	int		 i, j, percent = 0;
+	int64_t		 oldest = 0;
 
 	s->status_busy = 0;
 	if (res == NULL)
@@ -179,7 +190,14 @@ http_status_done(PGresult *res, const char *err, void *arg)
 			if (strcmp(k, metrics_states[j]) == 0)
 				s->metrics.inbox[j] = atoll(PQgetvalue(res, i,
 				    1));
+		if (strcmp(k, "oldest_pending_ms") == 0)
+			oldest = atoll(PQgetvalue(res, i, 1));
+		else if (strncmp(k, "flag:", 5) == 0) {
+			flag = k + 5;
+			percent = atoi(PQgetvalue(res, i, 1));
+		}
 	}
+	metrics_turn_db(oldest, flag, percent);
 }
 
 /* Pool changed state: feed the ingest first, then the status query. */

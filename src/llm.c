@@ -18,6 +18,7 @@
 #include "llm.h"
 #include "llm_wire.h"
 #include "log.h"
+#include "metrics_turn.h"
 
 enum turn_phase { PHASE_RETRY, PHASE_OFFLINE, PHASE_FINISH };
 enum breaker { BREAKER_CLOSED, BREAKER_OPEN, BREAKER_HALF_OPEN };
@@ -41,6 +42,7 @@ struct llm_turn {
 	int			 attempt;	/* retries in this model call */
 	int			 probe;		/* this call is the breaker probe */
 	struct timespec		 start;
+	double			 sent;		/* this attempt, for metrics */
 	struct llm_wire_resp	 resp;
 	char			**results;
 	int			*is_error;
@@ -208,6 +210,7 @@ llm_new(struct curlev *cv, const struct llm_params *p)
 		goto fail;
 	/* Only the copies made by llm_endpoint are kept. */
 	l->p.base_url = l->p.api_key = NULL;
+	metrics_turn_llm_client(l);	/* its breaker on /metrics */
 	return l;
 fail:
 	llm_free(l);
@@ -281,6 +284,7 @@ llm_free(struct llm *l)
 
 	if (l == NULL)
 		return;
+	metrics_turn_llm_gone(l);
 	while ((t = TAILQ_FIRST(&l->turns)) != NULL)
 		turn_free(t);
 	if (l->auth != NULL)
@@ -534,9 +538,12 @@ turn_on_http(const struct curlev_resp *r, void *arg)
 {
 	struct llm_turn		*t = arg;
 	struct llm_error	*err = &t->res->err;
+	int			 prov = t->l->p.provider;
+	double			 secs;
 
 	t->xfer = NULL;
 	t->res->attempts++;
+	secs = metrics_turn_now() - t->sent;
 	memset(err, 0, sizeof *err);
 	snprintf(err->request_id, sizeof err->request_id, "%s", r->request_id);
 	err->http_status = r->status;
@@ -546,20 +553,25 @@ turn_on_http(const struct curlev_resp *r, void *arg)
 		err->retryable = 1;
 		snprintf(err->message, sizeof err->message, "%s",
 		    curl_easy_strerror(r->code));
+		metrics_turn_llm(prov, err->cls, secs);
 		turn_fail(t, r);
 		return;
 	}
 	if (r->status < 200 || r->status > 299) {
 		llm_wire_classify(t->l->p.provider, r->status, r->body, r->len,
 		    err);
+		metrics_turn_llm(prov, err->cls, secs);
 		turn_fail(t, r);
 		return;
 	}
 	if (llm_wire_parse(t->l->p.provider, r->body, r->len, &t->resp,
 	    err) == -1) {
+		metrics_turn_llm(prov, err->cls, secs);
 		turn_fail(t, r);
 		return;
 	}
+	metrics_turn_llm(prov, LLM_ERR_NONE, secs);
+	metrics_turn_tokens(prov, t->resp.in_tok, t->resp.out_tok);
 	memset(err, 0, sizeof *err);
 	breaker_record(t->l, t, 0);
 	t->attempt = 0;
@@ -575,6 +587,7 @@ turn_request(struct llm_turn *t)
 	char		*body;
 
 	if (!breaker_allow(l, t)) {
+		metrics_turn_llm(l->p.provider, LLM_ERR_BREAKER_OPEN, -1);
 		t->res->err.http_status = 0;
 		turn_finish(t, LLM_ERR_BREAKER_OPEN, "circuit breaker open");
 		return;
@@ -585,6 +598,7 @@ turn_request(struct llm_turn *t)
 		turn_finish(t, LLM_ERR_INTERNAL, "cannot build request");
 		return;
 	}
+	t->sent = metrics_turn_now();
 	if (l->p.provider == LLM_OFFLINE) {
 		free(t->offline_body);
 		t->offline_body = body;

@@ -106,6 +106,26 @@ offline_mode_reply(const char *mode)
 	return "Oi! Aqui é a Julia 😊 Como posso te ajudar?";
 }
 
+/*
+ * A micro-confirmation is pending: the system prompt holds the gate's
+ * micro-confirmation block; ask its first example question, as a model
+ * following it would. 0 when there is none.
+ */
+static int
+offline_micro(const char *system, char *buf, size_t len)
+{
+	const char	*p, *q;
+
+	if (system == NULL ||
+	    (p = strstr(system, "MICRO-CONFIRMAÇÃO")) == NULL ||
+	    (p = strstr(p, "\n- \"")) == NULL ||
+	    (q = strchr(p + 4, '"')) == NULL || (size_t)(q - p - 4) >= len)
+		return 0;
+	memcpy(buf, p + 4, (size_t)(q - p - 4));
+	buf[q - p - 4] = '\0';
+	return 1;
+}
+
 /* Append one line describing a shift to buf. */
 static void
 offline_vaga_line(json_object *v, char *buf, size_t len)
@@ -147,8 +167,9 @@ offline_summary(const char *result, int is_error, char *buf, size_t len)
 		    "com esse perfil. Quer que eu te avise quando surgir "
 		    "alguma?");
 	else {
-		snprintf(buf, len, "Encontrei %zu vaga%s aberta%s:", n,
-		    n > 1 ? "s" : "", n > 1 ? "s" : "");
+		snprintf(buf, len, "Encontrei %zu vaga%s aberta%s%s:", n,
+		    n > 1 ? "s" : "", n > 1 ? "s" : "",
+		    n > 3 ? "; estas são as 3 primeiras" : "");
 		for (i = 0; i < n && i < 3; i++)
 			offline_vaga_line(json_object_array_get_idx(list, i),
 			    buf, len);
@@ -230,7 +251,7 @@ llm_offline_respond(const char *body, const char *mode)
 	static const char *const shift_words[] = { "plantao", "plantoes",
 	    "vaga", "vagas", NULL };
 	json_object	*req, *msgs, *last, *content;
-	char		 folded[1024], *answer;
+	char		 folded[1024], micro[512], *answer;
 	const char	*text = "";
 
 	if ((req = llm_json_strict(body, strlen(body))) == NULL)
@@ -251,6 +272,9 @@ llm_offline_respond(const char *body, const char *mode)
 	if (offline_tool_offered(req, "buscar_vagas") &&
 	    offline_has_word(folded, shift_words))
 		answer = offline_tool_call();
+	else if (offline_micro(offline_str(req, "system"), micro,
+	    sizeof micro))
+		answer = offline_text(micro);
 	else
 		answer = offline_text(offline_mode_reply(mode));
 	json_object_put(req);

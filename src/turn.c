@@ -292,6 +292,7 @@ turn_audit_route(struct turn *t, const struct router_result *r,
 	    json_object_new_boolean(r->expired));
 	json_object_object_add(d, "applied", json_object_new_boolean(applied));
 	turn_audit(t, "router", decision_name(r->decision), r->reason, d, id);
+	metrics_turn_decision((int)r->decision);
 }
 
 /* Apply (flag on) a routing outcome to the turn's state; funnel rows
@@ -393,6 +394,7 @@ turn_message(struct turn *t, json_object *m)
 	turn_policy_input(t, &in);
 	if (in.human_control) {
 		turn_audit(t, "control", "human", "store_only", NULL, id);
+		metrics_turn_policy_block("human_control");
 		t->blocked = true;
 		return;
 	}
@@ -409,6 +411,7 @@ turn_message(struct turn *t, json_object *m)
 	pipeline_decide(&t->w->rs, &in, &r);
 	turn_audit_policy(t, &r, id);
 	if (r.policy.decision == POLICY_BLOCK) {
+		metrics_turn_policy_block(r.policy.rule);
 		turn_blocked(t, &r, id);
 		return;
 	}
@@ -492,11 +495,13 @@ turn_prepare(struct turn *t)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	t->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	t->mt_mark = metrics_turn_now();
 	turn_load_state(t);
 	if (json_object_object_get_ex(t->ctx, "messages", &msgs))
 		for (i = 0; i < json_object_array_length(msgs); i++)
 			turn_message(t, json_object_array_get_idx(msgs, i));
 	turn_persist_state(t);
+	metrics_turn_step(MT_PIPELINE, t->mt_mark);
 	t->outcome = "silent";
 	if (t->canned != NULL)
 		turn_reply(t, turn_text(t->w, t->canned), t->canned);

@@ -14,6 +14,7 @@
 
 #include "dbq.h"
 #include "llm.h"
+#include "metrics_turn.h"
 #include "pipeline.h"
 
 struct config;
@@ -74,6 +75,8 @@ struct turn {
 	char			*calls_text;	/* tool calls, for feedback */
 	json_object		*scratch;	/* strings msgs point into */
 	json_object		*prompt;	/* for the llm audit row */
+	double			 mt_start;	/* metrics: claimed at */
+	double			 mt_mark;	/* metrics: this step began */
 };
 
 /* turn.c */

@@ -371,6 +371,7 @@ turn_llm_send(struct turn *t, const char *system, size_t ntools)
 	ops.arg = t;
 	json_object_put(t->prompt);
 	t->prompt = turn_prompt_json(t, system, ntools);
+	t->mt_mark = metrics_turn_now();
 	if (llm_turn_start(t->w->llm, &req, &ops, turn_llm_done, t) == -1) {
 		turn_fail(t, "cannot start the LLM request");
 		return;
@@ -506,13 +507,18 @@ turn_guard(struct turn *t, const char *reply)
 	const char	*ids[PIPELINE_VIOLATIONS_MAX];
 	json_object	*d, *a;
 	size_t		 n, i;
+	double		 t0;
 
 	if (t->flag == FLAG_OFF)
 		return 1;
+	t0 = metrics_turn_now();
 	n = pipeline_guard(&t->w->rs, t->st.mode, reply, ids,
 	    PIPELINE_VIOLATIONS_MAX);
+	metrics_turn_step(MT_GUARD, t0);
 	if (n > PIPELINE_VIOLATIONS_MAX)
 		n = PIPELINE_VIOLATIONS_MAX;
+	for (i = 0; i < n; i++)
+		metrics_turn_guard_violation(ids[i]);
 	d = json_object_new_object();
 	a = json_object_new_array();
 	for (i = 0; i < n; i++)
@@ -566,6 +572,7 @@ turn_llm_done(struct llm_result *r, void *arg)
 {
 	struct turn	*t = arg;
 
+	metrics_turn_step(MT_LLM, t->mt_mark);
 	if (!t->finished) {
 		turn_audit_llm(t, r);
 		turn_note_calls(t, r);

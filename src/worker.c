@@ -132,6 +132,7 @@ turn_fail(struct turn *t, const char *error)
 	if (t->finished)
 		return;
 	turn_finish(t);
+	metrics_turn_result("failed");
 	snprintf(att, sizeof att, "%d", t->w->cfg->max_attempts);
 	p[0] = t->w->name;
 	p[1] = t->conv_s;
@@ -160,11 +161,15 @@ turn_commit_cb(PGresult *res, const char *err, void *arg)
 		t->finished = false;
 		turn_fail(t, err != NULL ? err : "commit failed");
 	} else if (!json_object_object_get_ex(o, "ok", &v) ||
-	    !json_object_get_boolean(v))
+	    !json_object_get_boolean(v)) {
+		metrics_turn_result("lease_lost");
 		log_warnx("worker: conversation %s: lease lost, turn dropped",
 		    t->conv_s);
-	else {
+	} else {
 		sender_kick();	/* the reply is in the outbox: post it now */
+		metrics_turn_step(MT_COMMIT, t->mt_mark);
+		metrics_turn_step(MT_TOTAL, t->mt_start);
+		metrics_turn_result("committed");
 		log_info("turn: conversation %s wamid %s from %s: %s",
 		    t->conv_s, t->wamid != NULL ? t->wamid : "-",
 		    log_mask(wa != NULL ? wa : "", mask, sizeof mask),
@@ -183,6 +188,7 @@ turn_commit(struct turn *t)
 	if (t->finished)
 		return;
 	turn_finish(t);
+	t->mt_mark = metrics_turn_now();
 	p[0] = t->w->name;
 	p[1] = t->conv_s;
 	p[2] = json_object_to_json_string_ext(t->out, JSON_C_TO_STRING_PLAIN);
@@ -270,6 +276,7 @@ turn_context_cb(PGresult *res, const char *err, void *arg)
 {
 	struct turn	*t = arg;
 
+	metrics_turn_step(MT_CONTEXT, t->mt_mark);
 	if ((t->ctx = turn_result_json(res, err)) == NULL)
 		turn_fail(t, err != NULL ? err : "no context");
 	else
@@ -311,6 +318,7 @@ turn_start(struct worker *w, json_object *row)
 	    (t = calloc(1, sizeof *t)) == NULL)
 		return;
 	t->w = w;
+	t->mt_start = t->mt_mark = metrics_turn_now();
 	t->conv = json_object_get_int64(v);
 	snprintf(t->conv_s, sizeof t->conv_s, "%lld", (long long)t->conv);
 	t->out = json_object_new_object();
@@ -346,6 +354,7 @@ worker_claim_cb(PGresult *res, const char *err, void *arg)
 	int		 i, n = 0;
 
 	w->claiming = false;
+	metrics_turn_claim_done();
 	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
 		log_warnx("worker: claim failed: %s", err != NULL ? err :
 		    res != NULL ? PQresultErrorMessage(res) : "no result");
@@ -388,8 +397,10 @@ worker_claim(struct worker *w)
 	p[2] = win;
 	p[3] = lim;
 	if (dbq_query(w->q, "SELECT mg_claim($1, $2::int, $3::int, $4::int)"
-	    "::text", 4, p, worker_claim_cb, w) == 0)
+	    "::text", 4, p, worker_claim_cb, w) == 0) {
 		w->claiming = true;
+		metrics_turn_claim_sent();
+	}
 }
 
 /* Timer (and kick): look for due work. */

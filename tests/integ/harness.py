@@ -174,6 +174,21 @@ class Harness:
                                      stdout=self.logf, stderr=self.logf)
         if wait:
             self.wait_until(self._healthy, 10, "serve did not come up")
+            self._wait_db()
+
+    def _wait_db(self, timeout=5):
+        """/webhook answers 503 until an ingest connection is up: on a
+        loaded machine that can take a moment after /healthz. Best effort
+        (a case may start with the database unreachable on purpose)."""
+        end = time.monotonic() + timeout
+        while not self.pg_stopped and time.monotonic() < end:
+            try:
+                if b"modegate_db_up 1\n" in self._request("GET",
+                                                           "/metrics")[1]:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
 
     def _healthy(self):
         if self.proc.poll() is not None:
