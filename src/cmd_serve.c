@@ -13,6 +13,7 @@
 
 #include "cmd.h"
 #include "config.h"
+#include "followup.h"
 #include "ingest.h"
 #include "log.h"
 #include "ruleset.h"
@@ -112,7 +113,8 @@ cmd_serve(int argc, char **argv)
 	struct config		 cfg;
 	struct event		*sigint = NULL, *sigterm = NULL;
 	struct worker		*worker = NULL;
-	int			 rc;
+	struct followup		*fu = NULL;
+	int			 rc, fu_off;
 
 	if (argc > 1) {
 		fprintf(stderr, "usage: modegate serve\n");
@@ -138,10 +140,14 @@ cmd_serve(int argc, char **argv)
 	if (sigint == NULL || sigterm == NULL || event_add(sigint, NULL) ||
 	    event_add(sigterm, NULL) || http_start(&st.srv) == -1)
 		goto done;
+	/* After the webhook's pool: the scheduler is never in its way. */
+	if ((fu = followup_new(st.srv.base, &cfg, &fu_off)) == NULL && !fu_off)
+		goto done;
 	event_base_dispatch(st.srv.base);
 	log_info("serve: stopped");
 	rc = 0;
 done:
+	followup_free(fu);
 	worker_free(worker);
 	http_free(&st.srv);
 	if (st.drain != NULL)

@@ -111,6 +111,28 @@ static const struct cf_entry cf_table[] = {
 	{ "LLM_FALLBACK", CF_ENUM, 0, "reply", 0, 0, "reply|handoff", 0,
 	  OFF(llm_fallback), "LLM unavailable: a safe fallback reply, or hand "
 	  "the conversation to a human" },
+	/* Scheduled work (src/followup.c). */
+	{ "MODEGATE_SWEEP_S", CF_INT, 0, "60", 0, 3600, NULL, 0,
+	  OFF(sweep_s), "period of the scheduler's sweep (follow-ups, "
+	  "sem_resposta, stale pendings), seconds; 0: this process runs "
+	  "none (others do)" },
+	{ "MODEGATE_FOLLOWUP_AFTER_H", CF_INT, 0, "24", 24, 48, NULL, 0,
+	  OFF(followup_after_h), "hours after a bridge (ponte_feita) "
+	  "before its follow-up goes out" },
+	{ "MODEGATE_FOLLOWUP_AFTER_S", CF_INT, 0, "0", 0, 172800, NULL, 0,
+	  OFF(followup_after_s), "the same delay in seconds, overriding "
+	  "MODEGATE_FOLLOWUP_AFTER_H when not 0 (tests, demos)" },
+	{ "MODEGATE_NO_ANSWER_H", CF_INT, 0, "48", 1, 720, NULL, 0,
+	  OFF(no_answer_h), "hours without an answer after a follow-up "
+	  "before sem_resposta is recorded" },
+	{ "MODEGATE_NO_ANSWER_S", CF_INT, 0, "0", 0, 2592000, NULL, 0,
+	  OFF(no_answer_s), "the same delay in seconds, overriding "
+	  "MODEGATE_NO_ANSWER_H when not 0 (tests, demos)" },
+	{ "WHATSAPP_TEMPLATE_FOLLOWUP", CF_STR, 0, "", 0, 0, NULL, 0,
+	  OFF(wa_template_followup), "approved template of the follow-up "
+	  "when the 24-hour window is closed, as NAME:LANGUAGE; empty: "
+	  "wa_templates is left as it is (no 'followup' row: the "
+	  "window-closed template; none: not sent, audited)" },
 };
 
 #define CF_COUNT (sizeof cf_table / sizeof cf_table[0])
@@ -245,6 +267,14 @@ config_load(struct config *cfg, struct diag *d)
 		diag_add(d, "WHATSAPP_TEMPLATE_WINDOW_CLOSED", "", "must be "
 		    "NAME:LANGUAGE (e.g. retomar_contato:pt_BR), got \"%s\"",
 		    cfg->wa_template_closed);
+	if (cfg->wa_template_followup != NULL &&
+	    cfg->wa_template_followup[0] != '\0' &&
+	    (strchr(cfg->wa_template_followup, ':') == NULL ||
+	    cfg->wa_template_followup[0] == ':' ||
+	    strchr(cfg->wa_template_followup, ':')[1] == '\0'))
+		diag_add(d, "WHATSAPP_TEMPLATE_FOLLOWUP", "", "must be "
+		    "NAME:LANGUAGE (e.g. acompanhamento_ponte:pt_BR), got "
+		    "\"%s\"", cfg->wa_template_followup);
 	return d->n + d->dropped == before ? 0 : -1;
 }
 

@@ -41,6 +41,12 @@ struct config {
 	int	 max_attempts;		/* failed turns before 'dead' */
 	int	 lease_s;		/* a turn's lease on its conversation */
 	char	*llm_fallback;		/* reply | handoff */
+	int	 sweep_s;		/* scheduler period; 0: none here */
+	int	 followup_after_h;	/* bridge → follow-up, hours */
+	int	 followup_after_s;	/* the same in s when not 0 */
+	int	 no_answer_h;		/* follow-up → sem_resposta, hours */
+	int	 no_answer_s;		/* the same in s when not 0 */
+	char	*wa_template_followup;	/* "name:language", "": none */
 };
 
 /*
