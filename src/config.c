@@ -111,6 +111,14 @@ static const struct cf_entry cf_table[] = {
 	{ "LLM_FALLBACK", CF_ENUM, 0, "reply", 0, 0, "reply|handoff", 0,
 	  OFF(llm_fallback), "LLM unavailable: a safe fallback reply, or hand "
 	  "the conversation to a human" },
+	{ "MODEGATE_SENDER_TURNS", CF_INT, 0, "6", 0, 10000, NULL, 0,
+	  OFF(sender_turns), "most turns (LLM replies) one conversation gets "
+	  "in any MODEGATE_SENDER_WINDOW_S seconds; messages beyond it are "
+	  "stored and answered together in the next allowed turn (audited "
+	  "rate_limited); 0: no limit" },
+	{ "MODEGATE_SENDER_WINDOW_S", CF_INT, 0, "60", 1, 86400, NULL, 0,
+	  OFF(sender_window_s), "the window of MODEGATE_SENDER_TURNS, "
+	  "seconds" },
 };
 
 #define CF_COUNT (sizeof cf_table / sizeof cf_table[0])

@@ -41,6 +41,8 @@ struct config {
 	int	 max_attempts;		/* failed turns before 'dead' */
 	int	 lease_s;		/* a turn's lease on its conversation */
 	char	*llm_fallback;		/* reply | handoff */
+	int	 sender_turns;		/* turns per sender per window, 0: any */
+	int	 sender_window_s;	/* ... in this many seconds */
 };
 
 /*
