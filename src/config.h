@@ -43,6 +43,9 @@ struct config {
 	char	*llm_fallback;		/* reply | handoff */
 	int	 sender_turns;		/* turns per sender per window, 0: any */
 	int	 sender_window_s;	/* ... in this many seconds */
+	int	 http_timeout_s;	/* idle, per read, whole request */
+	int	 max_connections;	/* open HTTP connections */
+	int	 max_header_bytes;	/* request line + headers */
 };
 
 /*
