@@ -174,6 +174,23 @@ class Harness:
                                      stdout=self.logf, stderr=self.logf)
         if wait:
             self.wait_until(self._healthy, 10, "serve did not come up")
+            self._settle()
+
+    def _settle(self, timeout=3):
+        """Give serve up to timeout s to connect its database pool: a
+        webhook before that is a 503 (Meta retries it; a test would
+        fail under load). Not an error if it stays unready (cases that
+        stop PostgreSQL or do not migrate)."""
+        end = time.time() + timeout
+        while time.time() < end and self.proc.poll() is None:
+            try:
+                st, body = self._request("GET", "/readyz")
+            except OSError:
+                st, body = 0, b""
+            if st == 200 or (st == 503 and b"unreachable" not in body and
+                             b"not known yet" not in body):
+                return
+            time.sleep(0.05)
 
     def _healthy(self):
         if self.proc.poll() is not None:
