@@ -52,6 +52,15 @@ def test_flood_from_one_number_is_rate_limited(h):
     eq(llm_turns(h, OTHER), 3, "the other sender: one turn per message")
     eq([r for r in audit(h, "worker", OTHER) if r[0] == "rate_limited"], [],
        "the other sender is never rate limited")
+    # The README's query: who was rate limited, how many messages held.
+    rows = h.sql("""
+SELECT c.wa_id, count(*) AS turns, sum((a.details ->> 'held')::int) AS held
+FROM audit_log a JOIN conversations c ON c.id = a.conversation_id
+WHERE a.step = 'worker' AND a.decision = 'rate_limited'
+    AND a.created_at > now() - interval '1 day'
+GROUP BY c.wa_id ORDER BY held DESC""")
+    eq([(r[0], int(r[2])) for r in rows], [(DOCTOR, held)],
+       "the README query lists the flooding number only")
     print("# flood: 60 messages in %.1f s -> %d LLM turns (bound %d), "
           "%d held, settled after %.1f s" % (flood_s, n, bound, held,
                                               elapsed))
