@@ -2,11 +2,12 @@
  * httpconn.c -- a connection cap and a whole-request deadline for the
  * evhttp server. libevent 2.1's evhttp tells nobody when it accepts or
  * frees a connection, but it lets us make each connection's bufferevent
- * (evhttp_set_bevcb). We keep a reference on it: evhttp's
- * bufferevent_free then only drops its own reference and clears the
- * callbacks, which a sweep notices (the connection is gone), dropping
- * ours: the socket closes then. The reference also keeps the descriptor
- * ours until then, so the deadline can shut it down safely.
+ * (evhttp_set_bevcb). We keep a reference on it, so the descriptor stays
+ * ours and the deadline can shut it down safely. Once a connection has
+ * sent a request, evhttp's close callback tells us when it goes; before
+ * that (idle, slow or malformed clients), evhttp's bufferevent_free only
+ * drops its own reference and clears the callbacks, which a sweep
+ * notices. Either way we drop ours and the socket closes.
  * (A bufferevent filter would give a free callback, but 2.1's filter
  * stalls evhttp's output and drops unsent bytes on close.)
  * SPDX-License-Identifier: MIT
@@ -35,6 +36,7 @@ struct httpconn {
 	struct httpconns	*owner;
 	struct bufferevent	*bev;		/* one reference is ours */
 	struct event		*deadline;
+	int			 watched;	/* closecb set on its evcon */
 	TAILQ_ENTRY(httpconn)	 entry;
 };
 
@@ -118,19 +120,27 @@ httpconn_released(struct httpconn *hc)
 	return r == NULL && w == NULL && e == NULL;
 }
 
-/* Timer: close what evhttp let go of; accept again below the cap. */
+/* Close what evhttp let go of. */
 static void
-httpconns_sweep(evutil_socket_t fd, short what, void *arg)
+httpconns_reap(struct httpconns *o)
 {
-	struct httpconns	*o = arg;
 	struct httpconn		*hc, *next;
-	struct timeval		 tv = { 0, HTTPCONN_SWEEP_MS * 1000 };
 
 	for (hc = TAILQ_FIRST(&o->conns); hc != NULL; hc = next) {
 		next = TAILQ_NEXT(hc, entry);
 		if (httpconn_released(hc))
 			httpconn_close(hc);
 	}
+}
+
+/* Timer: close what evhttp let go of; accept again below the cap. */
+static void
+httpconns_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	struct httpconns	*o = arg;
+	struct timeval		 tv = { 0, HTTPCONN_SWEEP_MS * 1000 };
+
+	httpconns_reap(o);
 	if (o->paused && o->n < o->max)
 		httpconns_resume(o);
 	if (o->n > 0)
@@ -154,6 +164,22 @@ httpconn_expire(evutil_socket_t fd, short what, void *arg)
 	    (long)hc->owner->deadline.tv_sec);
 	if (s != -1)
 		shutdown(s, SHUT_RDWR);
+}
+
+/*
+ * evhttp is freeing a connection that sent a request (its close
+ * callback): drop our reference now; evhttp's own, dropped next, closes
+ * the socket.
+ */
+static void
+httpconn_closecb(struct evhttp_connection *evcon, void *arg)
+{
+	struct httpconn		*hc = arg;
+	struct httpconns	*o = hc->owner;
+
+	httpconn_close(hc);
+	if (o->paused && o->n < o->max)
+		httpconns_resume(o);
 }
 
 /* An answer is being written: the next request has the full deadline. */
@@ -190,6 +216,9 @@ httpconns_bevcb(struct event_base *base, void *arg)
 		free(hc);
 		return NULL;
 	}
+	/* Before hc joins: evhttp has not set its callbacks yet. */
+	if (o->n + 1 >= o->max)
+		httpconns_reap(o);	/* some may be gone already */
 	bufferevent_incref(hc->bev);
 	TAILQ_INSERT_TAIL(&o->conns, hc, entry);
 	evtimer_add(hc->deadline, &o->deadline);
@@ -236,6 +265,10 @@ httpconns_request(struct httpconns *o, struct evhttp_request *req)
 	TAILQ_FOREACH(hc, &o->conns, entry) {
 		if (hc->bev == bev) {
 			evtimer_del(hc->deadline);
+			if (!hc->watched)
+				evhttp_connection_set_closecb(evcon,
+				    httpconn_closecb, hc);
+			hc->watched = 1;
 			return;
 		}
 	}
