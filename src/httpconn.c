@@ -13,6 +13,7 @@
  * SPDX-License-Identifier: MIT
  */
 #include <sys/queue.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <stdint.h>
@@ -31,6 +32,7 @@
 
 #define HTTPCONN_SWEEP_MS	100	/* how soon a closed one is noticed */
 #define HTTPCONN_LOG_EVERY_S	10	/* "at the cap" at most this often */
+#define HTTPCONN_FD_SPARE	64	/* database, curl, logs, listener */
 
 struct httpconn {
 	struct httpconns	*owner;
@@ -229,6 +231,20 @@ httpconns_bevcb(struct event_base *base, void *arg)
 	return hc->bev;
 }
 
+/* A cap the open-files limit cannot hold: accept() would fail first. */
+static void
+httpconns_check_nofile(int max)
+{
+	struct rlimit	rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (rlim_t)max + HTTPCONN_FD_SPARE > rl.rlim_cur)
+		log_warnx("http: MODEGATE_MAX_CONNECTIONS %d is above the "
+		    "open-files limit %llu less %d spare (ulimit -n, systemd "
+		    "LimitNOFILE)", max, (unsigned long long)rl.rlim_cur,
+		    HTTPCONN_FD_SPARE);
+}
+
 struct httpconns *
 httpconns_new(struct event_base *base, struct evhttp *http,
     struct evhttp_bound_socket **sockp, int max, int deadline_s)
@@ -247,6 +263,7 @@ httpconns_new(struct event_base *base, struct evhttp *http,
 	o->max = max;
 	o->deadline.tv_sec = deadline_s;
 	TAILQ_INIT(&o->conns);
+	httpconns_check_nofile(max);
 	evhttp_set_bevcb(http, httpconns_bevcb, o);
 	return o;
 }
