@@ -2,7 +2,7 @@
 -- mg_sender_turn and the hold kept on next_attempt_at.
 -- SPDX-License-Identifier: MIT
 BEGIN;
-SELECT plan(16);
+SELECT plan(18);
 
 CREATE FUNCTION pg_temp.msg(w text, s text, age interval) RETURNS bigint
 LANGUAGE sql AS $$
@@ -83,6 +83,19 @@ SELECT is((SELECT turn_starts FROM conversations
     WHERE wa_id = '5511900000001'),
     ARRAY[now() - interval '61 s', now()]::timestamptz[],
     'the retaken turn is not counted again');
+
+-- A failed turn's longer backoff is kept; a shorter one becomes the hold.
+SELECT mg_fail_turn('w4', pg_temp.conv('5511900000001'),
+    ARRAY(SELECT id FROM inbox WHERE wamid IN ('a3', 'a4')), 'llm down', 5);
+SELECT is((SELECT next_attempt_at FROM conversations
+    WHERE wa_id = '5511900000001'), now() + interval '10 s',
+    'a backoff (10 s) later than the hold is kept');
+UPDATE conversations SET next_turn_at = now() + interval '30 s',
+    next_attempt_at = now() + interval '5 s'
+WHERE wa_id = '5511900000001';
+SELECT is((SELECT next_attempt_at FROM conversations
+    WHERE wa_id = '5511900000001'), now() + interval '30 s',
+    'a backoff shorter than the hold is raised to it');
 
 -- Limit 0: no limit, nothing recorded.
 SELECT pg_temp.msg('c1', '5511900000003', '10 s');
