@@ -4,6 +4,7 @@
 #   make run        dependencies, build, local PostgreSQL under ./var, serve
 #   make test       dependencies, build, unit + integration tests
 #   make asan       the whole suite under ASan + UBSan
+#   make valgrind   every unit test binary under valgrind memcheck
 #   make bench      benchmarks (figures in README)
 #   make demo       a scripted conversation against `make run`
 #   make test-crash kill -9 under load, then account for every message
@@ -47,8 +48,8 @@ CORE_TESTS  = $(patsubst tests/unit/core/%.c,$(BUILD)/tests/%,\
 SHELL_TESTS = $(patsubst tests/unit/shell/%.c,$(BUILD)/tests/%,\
 	      $(wildcard tests/unit/shell/test_*.c))
 
-.PHONY: all deps run test unit integ asan bench check-core clean install \
-	fmt-check
+.PHONY: all deps run test unit integ asan valgrind bench check-core clean \
+	install fmt-check
 
 all: $(BIN)/modegate
 
@@ -106,6 +107,12 @@ asan: deps
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1 \
 	    tests/run.sh build/asan build/asan/bin/modegate
+
+# The unit tests under memcheck: no error, no definite or indirect leak.
+valgrind:
+	@deploy/install-deps.sh valgrind
+	@$(MAKE) --no-print-directory all unit
+	@tests/valgrind.sh $(BUILD)
 
 run: deps all
 	@tests/lib/run-local.sh $(BIN)/modegate

@@ -4,12 +4,14 @@
 #
 #   deploy/install-deps.sh          build, tests and the local default
 #   deploy/install-deps.sh bench    + the benchmark tools (wrk, Node peer)
+#   deploy/install-deps.sh valgrind + valgrind (make valgrind)
 set -eu
 
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev \
 libjson-c-dev libpq-dev libssl-dev libcmocka-dev postgresql \
 postgresql-client python3 curl postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl"
 [ "${1:-}" = bench ] && PKGS="$PKGS wrk nodejs npm"
+[ "${1:-}" = valgrind ] && PKGS="$PKGS valgrind"
 
 missing=""
 for p in $PKGS; do

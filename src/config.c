@@ -133,6 +133,25 @@ static const struct cf_entry cf_table[] = {
 	  "when the 24-hour window is closed, as NAME:LANGUAGE; empty: "
 	  "wa_templates is left as it is (no 'followup' row: the "
 	  "window-closed template; none: not sent, audited)" },
+	{ "MODEGATE_SENDER_TURNS", CF_INT, 0, "6", 0, 10000, NULL, 0,
+	  OFF(sender_turns), "most turns (LLM replies) one conversation gets "
+	  "in any MODEGATE_SENDER_WINDOW_S seconds; messages beyond it are "
+	  "stored and answered together in the next allowed turn (audited "
+	  "rate_limited); 0: no limit" },
+	{ "MODEGATE_SENDER_WINDOW_S", CF_INT, 0, "60", 1, 86400, NULL, 0,
+	  OFF(sender_window_s), "the window of MODEGATE_SENDER_TURNS, "
+	  "seconds" },
+	{ "MODEGATE_HTTP_TIMEOUT_S", CF_INT, 0, "10", 1, 3600, NULL, 0,
+	  OFF(http_timeout_s), "an HTTP client must send a whole request "
+	  "within this many seconds of connecting or of its previous answer "
+	  "(slow and idle connections are closed)" },
+	{ "MODEGATE_MAX_CONNECTIONS", CF_INT, 0, "512", 1, 1000000, NULL, 0,
+	  OFF(max_connections), "open HTTP connections at most; beyond it "
+	  "new ones wait in the kernel's listen queue until one closes "
+	  "(keep it below the open-files limit)" },
+	{ "MODEGATE_MAX_HEADER_BYTES", CF_INT, 0, "16384", 1024, 1048576, NULL,
+	  0, OFF(max_header_bytes), "most bytes of an HTTP request line and "
+	  "headers; a larger request is refused and its connection closed" },
 };
 
 #define CF_COUNT (sizeof cf_table / sizeof cf_table[0])

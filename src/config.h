@@ -47,6 +47,11 @@ struct config {
 	int	 no_answer_h;		/* follow-up → sem_resposta, hours */
 	int	 no_answer_s;		/* the same in s when not 0 */
 	char	*wa_template_followup;	/* "name:language", "": none */
+	int	 sender_turns;		/* turns per sender per window, 0: any */
+	int	 sender_window_s;	/* ... in this many seconds */
+	int	 http_timeout_s;	/* idle, per read, whole request */
+	int	 max_connections;	/* open HTTP connections */
+	int	 max_header_bytes;	/* request line + headers */
 };
 
 /*

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "db.h"
+#include "httpconn.h"
 #include "ingest.h"
 #include "log.h"
 #include "metrics_turn.h"
@@ -119,6 +120,7 @@ route_metrics(struct server *s, struct evhttp_request *req, double t0)
 	if (s->sender != NULL)
 		sender_metrics(s->sender, evhttp_request_get_output_buffer(req));
 	metrics_turn_render(evhttp_request_get_output_buffer(req));
+	httpconns_metrics(s->conns, evhttp_request_get_output_buffer(req));
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, 200, NULL, NULL);
@@ -143,6 +145,7 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	size_t			 i;
 	int			 hook;
 
+	httpconns_request(s->conns, req);
 	path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 	if (path == NULL || *path == '\0')
 		path = "/";
@@ -249,7 +252,13 @@ http_start(struct server *s)
 	if ((s->http = evhttp_new(s->base)) == NULL)
 		return -1;
 	evhttp_set_max_body_size(s->http, WA_MAX_BODY);
-	evhttp_set_timeout(s->http, 60);
+	/* Abuse limits: per-read and idle timeout, header size, and (in
+	 * httpconn.c) a connection cap and a whole-request deadline. */
+	evhttp_set_timeout(s->http, s->cfg->http_timeout_s);
+	evhttp_set_max_headers_size(s->http, s->cfg->max_header_bytes);
+	if ((s->conns = httpconns_new(s->base, s->http, &s->sock,
+	    s->cfg->max_connections, s->cfg->http_timeout_s)) == NULL)
+		return -1;
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 	    EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
@@ -293,6 +302,9 @@ http_free(struct server *s)
 	s->ingest = NULL;
 	if (s->http != NULL)
 		evhttp_free(s->http);
+	/* After evhttp_free: drops the references evhttp left us. */
+	httpconns_free(s->conns);
+	s->conns = NULL;
 	db_pool_free(s->pool);
 	s->pool = NULL;
 	s->http = NULL;

@@ -16,6 +16,7 @@ struct event_base;
 struct evhttp;
 struct evhttp_bound_socket;
 struct evhttp_request;
+struct httpconns;
 struct ingest;
 struct sender;
 
@@ -34,6 +35,7 @@ struct server {
 	int				 schema_latest;	/* newest sql/ file */
 	int				 schema_current; /* -1: unknown */
 	int				 draining;	/* stop accepting */
+	struct httpconns		*conns;		/* cap, deadline */
 };
 
 /* Seconds on a monotonic clock. */

@@ -374,8 +374,8 @@ worker_claim_cb(PGresult *res, const char *err, void *arg)
 static void
 worker_claim(struct worker *w)
 {
-	char		 lease[16], win[16], lim[16];
-	const char	*p[4];
+	char		 lease[16], win[16], lim[16], turns[16], per[16];
+	const char	*p[6];
 	size_t		 room;
 
 	if (w->claiming) {
@@ -396,8 +396,13 @@ worker_claim(struct worker *w)
 	p[1] = lease;
 	p[2] = win;
 	p[3] = lim;
-	if (dbq_query(w->q, "SELECT mg_claim($1, $2::int, $3::int, $4::int)"
-	    "::text", 4, p, worker_claim_cb, w) == 0) {
+	/* The per-sender turn limit (sql/0008) counts each claimed turn. */
+	snprintf(turns, sizeof turns, "%d", w->cfg->sender_turns);
+	snprintf(per, sizeof per, "%d", w->cfg->sender_window_s);
+	p[4] = turns;
+	p[5] = per;
+	if (dbq_query(w->q, "SELECT mg_claim_limited($1, $2::int, $3::int, "
+	    "$4::int, $5::int, $6::int)::text", 6, p, worker_claim_cb, w) == 0) {
 		w->claiming = true;
 		metrics_turn_claim_sent();
 	}
