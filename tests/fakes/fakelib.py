@@ -56,6 +56,10 @@ class State:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body are two writes: without TCP_NODELAY the body waits
+    # for the client's delayed ACK (40 ms on Linux), which no real peer
+    # adds to every answer.
+    disable_nagle_algorithm = True
     state = None        # set by serve()
     answer = None       # fn(handler, req, step) -> (status, headers, bytes)
     default_delay = 0   # --delay
