@@ -17,7 +17,7 @@ struct dbq	*dbq_new(struct event_base *, const char *conninfo, int n);
 /* Free the pool; queued queries are dropped without their callbacks. */
 void		 dbq_free(struct dbq *);
 
-#define DBQ_MAX_PARAMS	6
+#define DBQ_MAX_PARAMS	8
 
 /*
  * Queue one statement with up to DBQ_MAX_PARAMS text parameters (copied;

@@ -17,7 +17,6 @@ struct llm;
 
 #define MT_STEP_LIST(X)							\
 	X(MT_CLAIM, "claim")						\
-	X(MT_CONTEXT, "context")					\
 	X(MT_PIPELINE, "pipeline")					\
 	X(MT_LLM, "llm")						\
 	X(MT_GUARD, "guard")						\

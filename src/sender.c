@@ -3,7 +3,9 @@
  * (mg_claim_outbox, a lease), post each prepared body through graph.c,
  * record the answer (mg_outbox_result). Several posts in flight; the SQL
  * keeps one row per conversation in flight and a closed 24-hour window
- * off the free-text path.
+ * off the free-text path. A turn's read receipt and reply usually never
+ * wait for a claim: the worker's queries that create them lease them to
+ * this sender in the same transaction (sender_lease, sender_take).
  *
  * Exactly-once boundary. Everything up to the outbox row is committed
  * once, with the turn. A row is then leased ('sending') for
@@ -12,7 +14,7 @@
  * message and before mg_outbox_result commits, the row's lease expires
  * and the row is posted again: the window is one HTTP round trip plus one
  * short transaction, and it is at-least-once inside it (never lost). The
- * sender narrows it by posting a row as soon as it is claimed, recording
+ * sender narrows it by posting a row as soon as it is leased, recording
  * the answer at once, and retrying the record (not the post) while the
  * lease lasts when the database blips.
  *
@@ -353,17 +355,15 @@ sender_str(json_object *o, const char *key)
 	return "";
 }
 
-/* A row from one mg_claim_outbox value (JSON text); NULL on failure. */
+/* A row from one mg_claim_outbox value; NULL on failure. */
 static struct sender_row *
-sender_row_new(struct sender *s, const char *text)
+sender_row_new(struct sender *s, json_object *o)
 {
 	struct sender_row	*row;
-	json_object		*o, *v;
+	json_object		*v;
 
-	if ((o = json_tokener_parse(text)) == NULL)
-		return NULL;
 	if ((row = calloc(1, sizeof *row)) == NULL)
-		goto out;
+		return NULL;
 	row->s = s;
 	snprintf(row->id, sizeof row->id, "%s", sender_str(o, "id"));
 	snprintf(row->kind, sizeof row->kind, "%s", sender_str(o, "kind"));
@@ -382,9 +382,25 @@ sender_row_new(struct sender *s, const char *text)
 	/* Stop recording a little before another process may take it. */
 	if (row != NULL)
 		row->deadline = sender_now() + s->lease_s - 1;
-out:
-	json_object_put(o);
 	return row;
+}
+
+/* Post one leased row; 0, or -1 when it cannot be read (its lease
+ * expires and it is posted again). */
+static int
+sender_add(struct sender *s, json_object *o)
+{
+	struct sender_row	*row;
+
+	if (o == NULL || (row = sender_row_new(s, o)) == NULL) {
+		log_warnx("sender: unreadable claimed row; posted again after "
+		    "its lease");
+		return -1;
+	}
+	TAILQ_INSERT_TAIL(&s->rows, row, entry);
+	s->inflight++;
+	sender_start(s, row);
+	return 0;
 }
 
 /* mg_claim_outbox answered: post every row it leased to us. */
@@ -392,7 +408,7 @@ static void
 sender_claimed(PGresult *res, const char *err, void *arg)
 {
 	struct sender		*s = arg;
-	struct sender_row	*row;
+	json_object		*o;
 	int			 i, n;
 
 	s->claiming = 0;
@@ -406,14 +422,9 @@ sender_claimed(PGresult *res, const char *err, void *arg)
 	s->db_err = 0;
 	n = PQntuples(res);
 	for (i = 0; i < n; i++) {
-		if ((row = sender_row_new(s, PQgetvalue(res, i, 0))) == NULL) {
-			log_warnx("sender: unreadable claimed row; posted "
-			    "again after its lease");
-			continue;
-		}
-		TAILQ_INSERT_TAIL(&s->rows, row, entry);
-		s->inflight++;
-		sender_start(s, row);
+		o = json_tokener_parse(PQgetvalue(res, i, 0));
+		sender_add(s, o);
+		json_object_put(o);
 	}
 	if (n > 0 || s->again)
 		event_active(s->kick, EV_TIMEOUT, 0);
@@ -480,6 +491,34 @@ sender_kick(void)
 {
 	if (sender_current != NULL && sender_current->kick != NULL)
 		event_active(sender_current->kick, EV_TIMEOUT, 0);
+}
+
+int
+sender_lease(const char **owner, int *lease_s, int *room)
+{
+	struct sender	*s = sender_current;
+
+	if (s == NULL)
+		return -1;
+	*owner = s->worker;
+	*lease_s = s->lease_s;
+	*room = !s->tpl_done || s->paused || s->draining ||
+	    s->inflight >= (size_t)s->concurrency ? 0 :
+	    s->concurrency - (int)s->inflight;
+	return 0;
+}
+
+void
+sender_take(json_object *rows)
+{
+	size_t	i, n;
+
+	if (sender_current == NULL || !json_object_is_type(rows,
+	    json_type_array))
+		return;
+	n = json_object_array_length(rows);
+	for (i = 0; i < n; i++)
+		sender_add(sender_current, json_object_array_get_idx(rows, i));
 }
 
 /* Split "name:language" into the sender; 0, or -1 when malformed. */

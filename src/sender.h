@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include <json-c/json.h>
+
 #include "../mode/core.h"
 
 struct config;
@@ -35,6 +37,20 @@ void		 sender_free(struct sender *);
 /* Wake the sender at once (an outbox row was just committed). Safe to
  * call at any time, also when no sender exists; never blocks. */
 void		 sender_kick(void);
+
+/*
+ * Other queries that create outbox rows (a turn's read receipt and
+ * commit) lease them to this process's sender in their own transaction
+ * (mg_start_read, mg_commit_send), saving the claim's round trip. The
+ * lease owner, the lease in seconds and how many rows the sender takes
+ * now (0: none; leave them to its own claim): 0, or -1 when no sender
+ * runs.
+ */
+int		 sender_lease(const char **owner, int *lease_s, int *room);
+
+/* Post the rows of such a "send" array (JSON objects as mg_claim_outbox
+ * returns them); NULL or empty is a no-op. */
+void		 sender_take(json_object *rows);
 
 /* Stop claiming new rows (shutdown); posts in flight finish. */
 void		 sender_drain(struct sender *);

@@ -45,10 +45,12 @@ struct turn {
 	struct turn		*next, *prev;
 	int			 refs;		/* queries, LLM, timers */
 	bool			 finished;	/* committed, failed or lost */
+	bool			 reading;	/* read receipt being queued */
+	bool			 commit_due;	/* commit once it is */
 	int64_t			 conv;
 	char			 conv_s[24];
 	char			*ids_s;		/* "{1,2}" claimed inbox ids */
-	json_object		*ctx;		/* mg_context */
+	json_object		*ctx;		/* the claim's context */
 	json_object		*out;		/* the mg_commit_turn payload */
 	struct event		*renew;
 	int64_t			 now_ms;

@@ -8,8 +8,14 @@
  * outbox) land in the one transaction of mg_commit_turn, and only while
  * the lease is still held; a process that dies mid-turn leaves nothing
  * behind, and its lease expires (MODEGATE_LEASE_S) and the turn is
- * redone elsewhere. Only the read receipt (mg_enqueue_read, at turn
+ * redone elsewhere. Only the read receipt (mg_start_read, at turn
  * start) may be queued twice in that case.
+ *
+ * Round trips: the claim returns each turn's context (mg_claim_turns);
+ * the read receipt is queued while the LLM already runs; the read
+ * receipt and the commit lease their outbox rows to this process's
+ * sender in their own transaction (sql/0009), so the reply is posted as
+ * soon as the commit answers.
  * SPDX-License-Identifier: MIT
  */
 #include <stdio.h>
@@ -29,7 +35,7 @@
 
 #define WORKER_TICK_MS		200
 #define WORKER_CLAIM_BATCH	100
-#define WORKER_HISTORY		20
+#define WORKER_HISTORY		"20"	/* messages of transcript */
 
 static struct worker	*worker_self;	/* for worker_kick */
 
@@ -145,7 +151,47 @@ turn_fail(struct turn *t, const char *error)
 		    t->conv_s);
 }
 
-/* mg_commit_turn answered. */
+/*
+ * Hand the rows an answer leased to our sender ("send") to it; when
+ * some rows it created (ids_key) were not among them (the sender was
+ * full, or the conversation has an earlier message in flight), the
+ * sender's own claim takes them.
+ */
+static void
+turn_send(json_object *o, const char *ids_key)
+{
+	json_object	*send = NULL, *ids;
+	size_t		 made = 1;
+
+	json_object_object_get_ex(o, "send", &send);
+	sender_take(send);
+	if (json_object_object_get_ex(o, ids_key, &ids))
+		made = json_object_is_type(ids, json_type_array) ?
+		    json_object_array_length(ids) : 1;
+	if (send == NULL || !json_object_is_type(send, json_type_array) ||
+	    json_object_array_length(send) < made)
+		sender_kick();
+}
+
+/* The sender parameters of mg_start_read and mg_commit_send. */
+static void
+turn_send_params(const char **p, char *lease, char *room, size_t len)
+{
+	const char	*owner;
+	int		 l, r;
+
+	if (sender_lease(&owner, &l, &r) == -1) {
+		p[0] = NULL;
+		l = r = 0;
+	} else
+		p[0] = owner;
+	snprintf(lease, len, "%d", l);
+	snprintf(room, len, "%d", r);
+	p[1] = lease;
+	p[2] = room;
+}
+
+/* mg_commit_send answered. */
 static void
 turn_commit_cb(PGresult *res, const char *err, void *arg)
 {
@@ -166,7 +212,7 @@ turn_commit_cb(PGresult *res, const char *err, void *arg)
 		log_warnx("worker: conversation %s: lease lost, turn dropped",
 		    t->conv_s);
 	} else {
-		sender_kick();	/* the reply is in the outbox: post it now */
+		turn_send(o, "outbox_ids");
 		metrics_turn_step(MT_COMMIT, t->mt_mark);
 		metrics_turn_step(MT_TOTAL, t->mt_start);
 		metrics_turn_result("committed");
@@ -179,59 +225,77 @@ turn_commit_cb(PGresult *res, const char *err, void *arg)
 	turn_release(t);
 }
 
-/* Commit the turn: one transaction, lease checked by the database. */
+/* Commit the turn: one transaction, lease checked by the database;
+ * after the read receipt's row, when one is being queued. */
 void
 turn_commit(struct turn *t)
 {
-	const char	*p[3];
+	const char	*p[6];
+	char		 lease[16], room[16];
 
 	if (t->finished)
 		return;
+	if (t->reading) {
+		t->commit_due = true;
+		return;
+	}
 	turn_finish(t);
 	t->mt_mark = metrics_turn_now();
 	p[0] = t->w->name;
 	p[1] = t->conv_s;
 	p[2] = json_object_to_json_string_ext(t->out, JSON_C_TO_STRING_PLAIN);
-	if (turn_query(t, "SELECT mg_commit_turn($1, $2::bigint, $3::jsonb)"
-	    "::text", 3, p, turn_commit_cb) == -1)
+	turn_send_params(p + 3, lease, room, sizeof lease);
+	if (turn_query(t, "SELECT mg_commit_send($1, $2::bigint, $3::jsonb, "
+	    "$4, $5::int, $6::int)::text", 6, p, turn_commit_cb) == -1)
 		log_warnx("worker: conversation %s: cannot commit (lease will "
 		    "expire)", t->conv_s);
 }
 
-/* mg_enqueue_read answered: go on with the LLM. */
+/* mg_start_read answered: the receipt goes out; a commit that waited
+ * for it goes on. */
 static void
 turn_read_cb(PGresult *res, const char *err, void *arg)
 {
 	struct turn	*t = arg;
 	json_object	*o = turn_result_json(res, err), *v;
 
+	t->reading = false;
 	if (o == NULL)
 		turn_fail(t, err != NULL ? err : "enqueue read failed");
 	else if (!json_object_object_get_ex(o, "ok", &v) ||
 	    !json_object_get_boolean(v))
 		turn_finish(t);		/* lease lost: someone else redoes it */
-	else {
-		sender_kick();	/* read receipt + typing indicator now */
-		turn_llm_start(t);
+	else
+		turn_send(o, "outbox_id");	/* read + typing indicator */
+	if (t->commit_due) {
+		t->commit_due = false;
+		turn_commit(t);
 	}
 	json_object_put(o);
 	turn_release(t);
 }
 
-/* Mark the last message as read (typing indicator), then the LLM. */
+/* Mark the last message as read (typing indicator) and call the LLM
+ * meanwhile; the commit waits for the receipt's row, so it comes first
+ * in the outbox. */
 void
 turn_enqueue_read(struct turn *t)
 {
-	char		 id[24];
-	const char	*p[3];
+	char		 id[24], lease[16], room[16];
+	const char	*p[6];
 
 	snprintf(id, sizeof id, "%lld", (long long)t->last_id);
 	p[0] = t->w->name;
 	p[1] = t->conv_s;
 	p[2] = id;
-	if (turn_query(t, "SELECT mg_enqueue_read($1, $2::bigint, "
-	    "$3::bigint)::text", 3, p, turn_read_cb) == -1)
+	turn_send_params(p + 3, lease, room, sizeof lease);
+	if (turn_query(t, "SELECT mg_start_read($1, $2::bigint, $3::bigint, "
+	    "$4, $5::int, $6::int)::text", 6, p, turn_read_cb) == -1) {
 		turn_fail(t, "out of memory");
+		return;
+	}
+	t->reading = true;
+	turn_llm_start(t);
 }
 
 /* mg_renew_lease answered. */
@@ -270,20 +334,6 @@ turn_renew_tick(evutil_socket_t fd, short what, void *arg)
 		log_warnx("worker: cannot renew a lease");
 }
 
-/* mg_context answered: decide every message, then reply or commit. */
-static void
-turn_context_cb(PGresult *res, const char *err, void *arg)
-{
-	struct turn	*t = arg;
-
-	metrics_turn_step(MT_CONTEXT, t->mt_mark);
-	if ((t->ctx = turn_result_json(res, err)) == NULL)
-		turn_fail(t, err != NULL ? err : "no context");
-	else
-		turn_prepare(t);
-	turn_release(t);
-}
-
 /* The claimed inbox ids as a PostgreSQL array literal. */
 static char *
 turn_ids(json_object *ids, int64_t *first)
@@ -312,7 +362,6 @@ turn_start(struct worker *w, json_object *row)
 	struct turn	*t;
 	json_object	*v;
 	struct timeval	 tv = { w->cfg->lease_s / 3 + 1, 0 };
-	const char	*p[3];
 
 	if (!json_object_object_get_ex(row, "conversation_id", &v) ||
 	    (t = calloc(1, sizeof *t)) == NULL)
@@ -330,22 +379,20 @@ turn_start(struct worker *w, json_object *row)
 	if (json_object_object_get_ex(row, "inbox_ids", &v))
 		t->ids_s = turn_ids(v, &t->first_id);
 	t->renew = event_new(w->base, -1, EV_PERSIST, turn_renew_tick, t);
+	if (json_object_object_get_ex(row, "context", &v) &&
+	    json_object_is_type(v, json_type_object))
+		t->ctx = json_object_get(v);
 	if (t->ids_s == NULL || t->out == NULL || t->renew == NULL ||
-	    event_add(t->renew, &tv) == -1) {
+	    event_add(t->renew, &tv) == -1)
 		turn_fail(t, "out of memory");
-		turn_release(t);
-		return;
-	}
-	p[0] = t->conv_s;
-	p[1] = t->ids_s;
-	p[2] = "20";
-	if (turn_query(t, "SELECT mg_context($1::bigint, $2::bigint[], "
-	    "$3::int)::text", 3, p, turn_context_cb) == -1)
-		turn_fail(t, "out of memory");
+	else if (t->ctx == NULL)
+		turn_fail(t, "no context");
+	else
+		turn_prepare(t);
 	turn_release(t);
 }
 
-/* mg_claim answered: one turn per row. */
+/* mg_claim_turns answered: one turn per row, with its context. */
 static void
 worker_claim_cb(PGresult *res, const char *err, void *arg)
 {
@@ -375,7 +422,7 @@ static void
 worker_claim(struct worker *w)
 {
 	char		 lease[16], win[16], lim[16], turns[16], per[16];
-	const char	*p[6];
+	const char	*p[7];
 	size_t		 room;
 
 	if (w->claiming) {
@@ -401,8 +448,10 @@ worker_claim(struct worker *w)
 	snprintf(per, sizeof per, "%d", w->cfg->sender_window_s);
 	p[4] = turns;
 	p[5] = per;
-	if (dbq_query(w->q, "SELECT mg_claim_limited($1, $2::int, $3::int, "
-	    "$4::int, $5::int, $6::int)::text", 6, p, worker_claim_cb, w) == 0) {
+	p[6] = WORKER_HISTORY;
+	if (dbq_query(w->q, "SELECT mg_claim_turns($1, $2::int, $3::int, "
+	    "$4::int, $5::int, $6::int, $7::int)::text", 7, p, worker_claim_cb,
+	    w) == 0) {
 		w->claiming = true;
 		metrics_turn_claim_sent();
 	}
@@ -423,9 +472,11 @@ worker_kick(void)
 
 	if (w == NULL || evtimer_pending(w->kick, NULL))
 		return;
-	/* Messages become due once the double-texting window has passed. */
+	/* Messages become due once the double-texting window has passed
+	 * (measured from their commit, which came before this kick; a
+	 * database clock running behind ours is caught by the tick). */
 	tv.tv_sec = w->cfg->coalesce_ms / 1000;
-	tv.tv_usec = (w->cfg->coalesce_ms % 1000) * 1000 + 5000;
+	tv.tv_usec = (w->cfg->coalesce_ms % 1000) * 1000;
 	evtimer_add(w->kick, &tv);
 }
 

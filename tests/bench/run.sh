@@ -30,6 +30,7 @@ cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	pg_stop "$tmp/pg"
+	cp "$tmp/pg/postgres.log" "$out/postgres.log" 2>/dev/null || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -64,10 +65,23 @@ run_wrk() {
 	echo "$line" >"$out/$1.line"
 }
 
+# A database in service reuses its WAL segments; a new cluster creates
+# each one, zero-filling 16 MB while every commit waits (a stall of
+# 100-150 ms every 16 MB of WAL on this VM, which the latency figures
+# would count). Write ~300 MB of WAL and checkpoint: with min_wal_size
+# at 1 GB the segments are kept and recycled, as in steady state.
+export PG_OPTS="${PG_OPTS:-} -c min_wal_size=1GB -c max_wal_size=2GB"
+wal_warm() {
+	psql -qX -c "CREATE TABLE bench_wal AS SELECT g, repeat('x', 1000) AS pad
+		FROM generate_series(1, 250000) g" -c "DROP TABLE bench_wal" \
+		-c "CHECKPOINT" >/dev/null
+}
+
 ingest() {
 	[ -d "$kit" ] || { echo "bench: no $kit; skipping ingest" >&2; return 0; }
 	secret=bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 	pg_start "$tmp/pg"
+	wal_warm
 	n=$((secs * 50000))
 	echo "bench: generating $n bodies for modegate, $((secs * 15000)) for the Node peer" >&2
 	python3 "$kit/gen_payloads.py" -n "$n" -s "$secret" -o "$tmp/mg.tsv" \
@@ -175,23 +189,49 @@ serve_turns() {
 # fake LLM that takes 2 s, with the process's peak RSS.
 turn() {
 	secret=bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+	[ "${BENCH_PROFILE:-0}" = 1 ] && export PG_OPTS="${PG_OPTS:-} \
+		-c shared_preload_libraries=pg_stat_statements \
+		-c pg_stat_statements.track=all"
 	[ -f "$tmp/pg/port" ] || pg_start "$tmp/pg"
 	"$bin" migrate >/dev/null 2>&1
+	[ "${BENCH_PROFILE:-0}" = 1 ] &&
+		psql -qX -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
 	psql -qX -f sql/seed_demo.sql >/dev/null
+	wal_warm
 	n=$((200 * secs))
 	python3 tests/bench/turn_bench.py payloads "$n" "$secret" "$tmp/turn.tsv"
 	start_fake llm; llm=$FAKE_URL
 	start_fake graph; graph=$FAKE_URL
 	serve_turns turn "$llm" "$graph"
+	# Warm-up, not measured: 100 other doctors at 50/s open the
+	# connections to the database and the fakes and fill PostgreSQL's
+	# plan caches (cold, the first turns take 20-50 ms).
+	python3 tests/bench/turn_bench.py payloads 100 "$secret" "$tmp/warm.tsv" 900000
+	"$out/rateload" -r 50 -d 2 -c 8 -f "$tmp/warm.tsv" \
+		"http://127.0.0.1:$MG_PORT/webhook" >/dev/null
+	sleep 1
 	"$out/rateload" -r 200 -d "$secs" -c 32 -f "$tmp/turn.tsv" -l "$tmp/sent.log" \
 		"http://127.0.0.1:$MG_PORT/webhook" >/dev/null
 	i=0
-	while [ "$(psql -qtAX -c "SELECT count(*) FROM outbox WHERE kind = 'text' AND state = 'sent'")" -lt "$n" ] && [ $i -lt 300 ]; do
+	while [ "$(psql -qtAX -c "SELECT count(*) FROM outbox WHERE kind = 'text' AND state = 'sent'")" -lt "$((n + 100))" ] && [ $i -lt 300 ]; do
 		i=$((i + 1)); sleep 0.1
 	done
-	line=$(python3 tests/bench/turn_bench.py latency "$tmp/sent.log" "$graph")
+	line=$(python3 tests/bench/turn_bench.py latency "$tmp/sent.log" "$graph" "$out/turn_latency.tsv")
 	say "turns @200/s, ${secs}s, zero-latency fakes: webhook POST -> reply at the Graph API"
 	say "  $(echo "$line" | sed 's/^@@ //')   (target p99 < 20 ms)"
+	curl -s "http://127.0.0.1:$MG_PORT/metrics" >"$out/turn.metrics"
+	# Each turn's stages (epoch seconds), to see where a slow one waited.
+	psql -qAtX -F '	' -c "SELECT i.sender_key, extract(epoch FROM i.received_at),
+		extract(epoch FROM i.claimed_at), extract(epoch FROM o.created_at),
+		extract(epoch FROM o.sent_at) FROM inbox i JOIN outbox o
+		ON o.inbox_id = i.id AND o.kind = 'text'" >"$out/turn_stages.tsv"
+	# BENCH_PROFILE=1: the statements (nested ones too) by total time.
+	if [ "${BENCH_PROFILE:-0}" = 1 ]; then
+		psql -qX -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
+			round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
+			FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >"$out/turn_profile.txt"
+	fi
+	say "  per step, mean ms: $(python3 tests/bench/turn_bench.py steps "$out/turn.metrics")"
 	kill "$MG_PID"; wait "$MG_PID" 2>/dev/null || true
 
 	python3 tests/bench/turn_bench.py payloads 1100 "$secret" "$tmp/slow.tsv"

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """turn_bench.py -- helpers for the turn benchmark (tests/bench/turn.sh).
 
-  turn_bench.py payloads N SECRET OUT.tsv   N signed webhooks, one doctor each
-  turn_bench.py latency SENT.log GRAPH_URL  webhook POST -> reply at the fake
-                                            Graph API: p50/p99, replies/doctor
+  turn_bench.py payloads N SECRET OUT.tsv [FIRST]
+                                            N signed webhooks, one doctor each
+                                            (doctors FIRST.., default 0)
+  turn_bench.py latency SENT.log GRAPH_URL [OUT.tsv]
+                                            webhook POST -> reply at the fake
+                                            Graph API: p50/p99, replies/doctor;
+                                            OUT.tsv: each turn's send time, ms
   turn_bench.py inflight LLM_URL            most LLM requests open at once
+  turn_bench.py steps METRICS.txt           mean of each turn step (/metrics)
 
 Doctor i has the number 5511900000000 + i; payload line i is doctor i, so a
 line of rateload's -l log matches the reply whose "to" is that number.
@@ -23,10 +28,10 @@ TEXTS = ["oi, tudo bem?", "tem plantao de clinica geral na zona sul?",
          "qual o valor do plantao noturno?", "bom dia dra"]
 
 
-def payloads(n, secret, out):
+def payloads(n, secret, out, first=0):
     now = int(time.time())
     with open(out, "w") as f:
-        for i in range(n):
+        for i in range(first, first + n):
             doctor = str(BASE + i)
             body = json.dumps({
                 "object": "whatsapp_business_account", "entry": [{
@@ -55,7 +60,7 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else float("nan")
 
 
-def latency(sent_log, graph):
+def latency(sent_log, graph, dump=None):
     sent = {}
     with open(sent_log) as f:
         for line in f:
@@ -68,8 +73,13 @@ def latency(sent_log, graph):
             continue
         i = int(b.get("to", "+0").lstrip("+")) - BASE
         replies.setdefault(i, []).append(r["t"])
-    lat = sorted((min(ts) - sent[i]) * 1e3 for i, ts in replies.items()
-                 if i in sent)
+    each = sorted((sent[i], (min(ts) - sent[i]) * 1e3)
+                  for i, ts in replies.items() if i in sent)
+    if dump:
+        with open(dump, "w") as f:
+            for t, ms in each:
+                f.write("%.6f\t%.3f\n" % (t, ms))
+    lat = sorted(ms for _, ms in each)
     dup = sum(len(ts) - 1 for ts in replies.values())
     print("@@ turns=%d replied=%d duplicates=%d p50_ms=%.1f p99_ms=%.1f "
           "max_ms=%.1f" % (len(sent), len(lat), dup, pct(lat, 0.5),
@@ -84,14 +94,34 @@ def inflight(llm):
     for _, d in ev:
         cur += d
         peak = max(peak, cur)
-    print("@@ llm_requests=%d peak_in_flight=%d" % (len(reqs), peak))
+    ts = sorted(r["t"] for r in reqs)
+    spread = ts[-1] - ts[0] if ts else 0
+    print("@@ llm_requests=%d peak_in_flight=%d arrivals_over_s=%.2f" %
+          (len(reqs), peak, spread))
+
+
+def steps(path):
+    """modegate_turn_step_seconds_{sum,count}{step="..."} -> mean ms."""
+    sums, counts = {}, {}
+    with open(path) as f:
+        for line in f:
+            for kind, d in (("_sum{", sums), ("_count{", counts)):
+                head = "modegate_turn_step_seconds" + kind
+                if line.startswith(head):
+                    step = line.split('"')[1]
+                    d[step] = float(line.rsplit(" ", 1)[1])
+    print(" ".join("%s=%.1f" % (k, 1e3 * sums[k] / counts[k])
+                   for k in sums if counts.get(k)))
 
 
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "payloads":
-        payloads(int(sys.argv[2]), sys.argv[3], sys.argv[4])
+        payloads(int(sys.argv[2]), sys.argv[3], sys.argv[4],
+                 int(sys.argv[5]) if len(sys.argv) > 5 else 0)
     elif cmd == "latency":
-        latency(sys.argv[2], sys.argv[3])
+        latency(*sys.argv[2:5])
     elif cmd == "inflight":
         inflight(sys.argv[2])
+    elif cmd == "steps":
+        steps(sys.argv[2])

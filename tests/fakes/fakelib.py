@@ -25,6 +25,7 @@ without their raw text, system prompt and tool list (long load runs).
 SPDX-License-Identifier: MIT
 """
 import argparse
+import gc
 import json
 import random
 import select
@@ -142,6 +143,10 @@ class Handler(BaseHTTPRequestHandler):
             req["step"] = step
             req["t_end"] = None
             st.requests.append(req)
+            # The recording only grows: keep it out of the cyclic GC's
+            # full collections, whose pauses (the GIL held for 100 ms
+            # and more as it grows) would stall every answer at once.
+            gc.freeze()
         if step and step.get("hang"):
             if st.slim:
                 self.slim(req)

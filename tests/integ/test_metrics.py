@@ -106,7 +106,7 @@ def run_turns(h, g):
        "webhooks 200")
     # Turns and their steps.
     eq(val(m, "modegate_turns_total", result="committed"), 3.0, "turns")
-    for step in ("context", "pipeline", "commit", "total"):
+    for step in ("pipeline", "commit", "total"):
         eq(step_count(m, step), 3.0, "step %s count" % step)
     calls = llm_calls(llm)
     eq(len(calls), 3, "LLM calls the fake saw")

@@ -4,6 +4,7 @@
 #                  sets PGHOST PGPORT PGUSER PGDATABASE DATABASE_URL
 #   pg_stop DIR    stop it (fast)
 #   pg_as CMD...   run CMD as the cluster's owner
+# PG_FSYNC (on) and PG_OPTS (more "-c name=value" options) tune the server.
 # PostgreSQL refuses to run as root, so as root the cluster belongs to the
 # postgres user.
 
@@ -36,7 +37,7 @@ pg_start() {
 	port=$(cat "$dir/port" 2>/dev/null || pg_free_port)
 	pg_as sh -c "echo $port > '$dir/port'" 2>/dev/null || echo "$port" >"$dir/port"
 	pg_as "$PG_BINDIR/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 30 \
-		-o "-p $port -k '$dir' -c listen_addresses=127.0.0.1 -c fsync=${PG_FSYNC:-on} -c max_connections=200" \
+		-o "-p $port -k '$dir' -c listen_addresses=127.0.0.1 -c fsync=${PG_FSYNC:-on} -c max_connections=200 ${PG_OPTS:-}" \
 		start >/dev/null || { tail -20 "$dir/postgres.log" >&2; return 1; }
 	export PGHOST=127.0.0.1 PGPORT=$port PGUSER=modegate PGDATABASE=modegate
 	pg_as "$PG_BINDIR/psql" -h 127.0.0.1 -p "$port" -U modegate -d postgres -qtAc \

@@ -1,0 +1,98 @@
+-- test_round_trips.sql -- 0009: the claim with its context, and the read
+-- receipt and the commit leasing their outbox rows to the sender.
+-- SPDX-License-Identifier: MIT
+BEGIN;
+SELECT plan(20);
+
+CREATE FUNCTION pg_temp.msg(w text, s text, body text, age interval)
+RETURNS bigint LANGUAGE sql AS $$
+	INSERT INTO inbox (wamid, phone_number_id, sender_key, wa_id, msg_type,
+	    wa_timestamp, received_at, raw)
+	VALUES (w, 'PN9', s, s, 'text', now() - age, now() - age,
+	    jsonb_build_object('text', jsonb_build_object('body', body)))
+	RETURNING id
+$$;
+CREATE FUNCTION pg_temp.cid(s text) RETURNS bigint LANGUAGE sql AS
+    $$SELECT id FROM conversations WHERE phone_number_id = 'PN9' AND wa_id = s$$;
+CREATE FUNCTION pg_temp.reply(body text) RETURNS jsonb LANGUAGE sql AS $$
+	SELECT jsonb_build_object('outbox', jsonb_build_array(jsonb_build_object(
+	    'kind', 'text', 'payload', jsonb_build_object('type', 'text',
+		'text', jsonb_build_object('body', body)))))
+$$;
+
+-- The claim carries each turn's context.
+SELECT pg_temp.msg('r1', '5511977770001', 'oi', '10 s');
+SELECT pg_temp.msg('r2', '5511977770001', 'quero vagas', '9 s');
+SELECT pg_temp.msg('r3', '5511977770002', 'bom dia', '10 s');
+CREATE TEMP TABLE c AS SELECT j FROM mg_claim_turns('w1', 60, 2000, 10, 0, 60, 20) j;
+SELECT is((SELECT count(*) FROM c), 2::bigint, 'claim: one row per due conversation');
+SELECT is((SELECT jsonb_path_query_array(j -> 'context' -> 'messages', '$[*].wamid')
+    FROM c WHERE (j ->> 'conversation_id')::bigint = pg_temp.cid('5511977770001')),
+    '["r1", "r2"]', 'claim: the context holds the claimed messages, in order');
+SELECT is((SELECT j -> 'context' FROM c
+    WHERE (j ->> 'conversation_id')::bigint = pg_temp.cid('5511977770002')),
+    mg_context(pg_temp.cid('5511977770002'),
+	(SELECT array_agg(id) FROM inbox WHERE wamid = 'r3'), 20),
+    'claim: the context is mg_context''s, read after the claim');
+SELECT is((SELECT j #>> '{context,conversation,wa_id}' FROM c
+    WHERE (j ->> 'conversation_id')::bigint = pg_temp.cid('5511977770002')),
+    '5511977770002', 'claim: the context names its conversation');
+SELECT is((SELECT lease_owner FROM conversations WHERE id = pg_temp.cid('5511977770001')),
+    'w1', 'claim: the lease is held as with mg_claim');
+
+-- The read receipt, leased to the sender at once.
+CREATE TEMP TABLE rd AS SELECT mg_start_read('w1', pg_temp.cid('5511977770001'),
+    (SELECT id FROM inbox WHERE wamid = 'r2'), 's1', 30, 5) AS r;
+SELECT is((SELECT jsonb_array_length(r -> 'send') FROM rd), 1,
+    'read: the receipt comes back leased');
+SELECT is((SELECT r -> 'send' -> 0 ->> 'id' FROM rd), (SELECT r ->> 'outbox_id' FROM rd),
+    'read: the leased row is the receipt');
+SELECT is((SELECT state || '/' || lease_owner FROM outbox
+    WHERE id = (SELECT (r ->> 'outbox_id')::bigint FROM rd)),
+    'sending/s1', 'read: the row is sending, leased to the sender');
+SELECT is((SELECT r -> 'send' -> 0 #>> '{payload,message_id}' FROM rd), 'r2',
+    'read: the leased row carries the mark-as-read body');
+SELECT is(mg_start_read('w1', pg_temp.cid('5511977770002'),
+    (SELECT id FROM inbox WHERE wamid = 'r3'), NULL, 30, 5) -> 'send', '[]',
+    'read: no sender, nothing leased');
+SELECT is((SELECT state FROM outbox WHERE kind = 'read'
+    AND conversation_id = pg_temp.cid('5511977770002')), 'pending',
+    'read: then the receipt waits for the sender''s claim');
+SELECT is(mg_start_read('w9', pg_temp.cid('5511977770001'),
+    (SELECT id FROM inbox WHERE wamid = 'r2'), 's1', 30, 5) ->> 'reason', 'lease_lost',
+    'read: refused without the lease');
+
+-- The commit leases the reply, after the receipt and in order.
+CREATE TEMP TABLE cm AS SELECT mg_commit_send('w1', pg_temp.cid('5511977770001'),
+    pg_temp.reply('Oi! Sou a Julia.'), 's1', 30, 5) AS r;
+SELECT is((SELECT (r ->> 'ok') || '/' || jsonb_array_length(r -> 'send') FROM cm), 'true/1',
+    'commit: committed, one row leased');
+SELECT is((SELECT r -> 'send' -> 0 #>> '{payload,text,body}' FROM cm), 'Oi! Sou a Julia.',
+    'commit: the leased row is the reply');
+SELECT is((SELECT r -> 'send' -> 0 ->> 'id' FROM cm), (SELECT r -> 'outbox_ids' ->> 0 FROM cm),
+    'commit: the reply''s outbox id');
+
+-- A reply behind a message still in flight waits; the sender's claim
+-- takes it later.
+SELECT pg_temp.msg('r4', '5511977770001', 'e ai?', '5 s');
+SELECT is((SELECT count(*) FROM mg_claim_turns('w1', 60, 0, 10, 0, 60, 20)), 1::bigint,
+    'the next message is claimed');
+CREATE TEMP TABLE cm2 AS SELECT mg_commit_send('w1', pg_temp.cid('5511977770001'),
+    pg_temp.reply('Segunda resposta'), 's1', 30, 5) AS r;
+SELECT is((SELECT r -> 'send' FROM cm2), '[]',
+    'commit: a reply behind a message being sent is not leased');
+SELECT is((SELECT state FROM outbox WHERE id = (SELECT (r -> 'outbox_ids' ->> 0)::bigint FROM cm2)),
+    'pending', 'commit: it stays pending, in order');
+
+-- A lost lease commits nothing and leases nothing.
+SELECT is(mg_commit_send('w9', pg_temp.cid('5511977770002'), pg_temp.reply('x'), 's1', 30, 5),
+    '{"ok": false, "reason": "lease_lost", "send": []}'::jsonb,
+    'commit: without the lease, nothing');
+
+-- Send limit 0 (the sender is full): committed, left to the claim.
+SELECT is((SELECT (r ->> 'ok') || '/' || (r -> 'send')::text FROM
+    mg_commit_send('w1', pg_temp.cid('5511977770002'), pg_temp.reply('y'), 's1', 30, 0) r),
+    'true/[]', 'commit: with no room in the sender, committed and not leased');
+
+SELECT * FROM finish();
+ROLLBACK;
