@@ -194,13 +194,36 @@ END $$;
 -- when nothing of the conversation is still in flight) leased to
 -- p_sender in the same transaction: the commit's answer gains
 -- "send": [rows as mg_claim_outbox returns them].
+--
+-- A human who took the chat over (mg_takeover) while the turn ran gets
+-- no AI reply behind their back: when the conversation is under human
+-- control at commit and the turn did not hand it over itself (its
+-- "conversation" sets no "control"), the turn commits without its
+-- outbox rows, audited (step "control", decision "human", reason
+-- "reply_withheld", details {outbox: rows withheld}).
 CREATE FUNCTION mg_commit_send(p_worker text, p_conversation_id bigint,
     p_turn jsonb, p_sender text, p_send_lease_seconds int,
     p_send_limit int) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
-	r	jsonb := mg_commit_turn(p_worker, p_conversation_id, p_turn);
+	turn	jsonb := p_turn;
+	ctl	text;
+	r	jsonb;
 BEGIN
+	-- The lock mg_commit_turn takes, taken first: no takeover between
+	-- this check and the commit.
+	SELECT control INTO ctl FROM conversations
+	WHERE id = p_conversation_id FOR UPDATE;
+	IF ctl = 'human' AND jsonb_array_length(mg_arr(p_turn, 'outbox')) > 0
+	    AND NOT coalesce(p_turn -> 'conversation' ? 'control', false) THEN
+		turn := p_turn || jsonb_build_object('outbox', '[]'::jsonb,
+		    'audit', mg_arr(p_turn, 'audit') || jsonb_build_object(
+			'step', 'control', 'decision', 'human',
+			'reason', 'reply_withheld', 'details',
+			jsonb_build_object('outbox',
+			    jsonb_array_length(mg_arr(p_turn, 'outbox')))));
+	END IF;
+	r := mg_commit_turn(p_worker, p_conversation_id, turn);
 	IF NOT (r ->> 'ok')::boolean OR p_sender IS NULL THEN
 		RETURN r || '{"send": []}';
 	END IF;

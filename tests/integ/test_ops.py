@@ -201,3 +201,22 @@ def test_takeover_silences_release_restores(h):
     assert "Segredo" not in msgs and "Qual sua especialidade" not in msgs, \
         "stale context in the prompt: " + msgs
     eq(len(replies(h)), 2, "a second reply")
+
+
+def test_takeover_during_a_turn_withholds_its_reply(h):
+    """A human takes the chat while the LLM is still answering: the turn
+    commits (the message is done, audited) but its AI reply is never
+    queued nor posted."""
+    llm = ready(h)
+    llm.script([{"text": "Temos plantões, quer ver?", "delay": 2}])
+    send(h, "wamid.opr1", "Tem plantao de clinica geral?")
+    h.wait_until(lambda: len(llm_calls(llm)) == 1, 10, "the LLM is called")
+    rc, out, err = cli(h, "takeover", DOCTOR, "--by", "ana")
+    eq(rc, 0, "takeover: " + err)
+    eq(settled(h, "wamid.opr1"), "done", "the turn commits")
+    eq(replies(h), [], "no AI reply after the takeover")
+    eq(h.sql1("SELECT count(*) FROM audit_log WHERE step = 'control' AND "
+              "decision = 'human' AND reason = 'reply_withheld'"), "1",
+       "the withheld reply is audited")
+    eq(h.sql1("SELECT count(*) FROM outbox WHERE kind = 'text'"), "0",
+       "nothing in the outbox for the doctor")

@@ -2,7 +2,7 @@
 -- receipt and the commit leasing their outbox rows to the sender.
 -- SPDX-License-Identifier: MIT
 BEGIN;
-SELECT plan(20);
+SELECT plan(27);
 
 CREATE FUNCTION pg_temp.msg(w text, s text, body text, age interval)
 RETURNS bigint LANGUAGE sql AS $$
@@ -93,6 +93,36 @@ SELECT is(mg_commit_send('w9', pg_temp.cid('5511977770002'), pg_temp.reply('x'),
 SELECT is((SELECT (r ->> 'ok') || '/' || (r -> 'send')::text FROM
     mg_commit_send('w1', pg_temp.cid('5511977770002'), pg_temp.reply('y'), 's1', 30, 0) r),
     'true/[]', 'commit: with no room in the sender, committed and not leased');
+
+-- A human takes the chat over while a turn runs: no AI reply.
+SELECT pg_temp.msg('r5', '5511977770003', 'quero falar de vagas', '5 s');
+SELECT is((SELECT count(*) FROM mg_claim_turns('w1', 60, 0, 10, 0, 60, 20)), 1::bigint,
+    'takeover: the turn is claimed');
+SELECT mg_takeover('5511977770003', 'ana', 'assumindo');
+CREATE TEMP TABLE cm3 AS SELECT mg_commit_send('w1', pg_temp.cid('5511977770003'),
+    pg_temp.reply('Resposta da IA') || '{"audit":[{"step":"policy","decision":"allow"}]}',
+    's1', 30, 5) AS r;
+SELECT is((SELECT (r ->> 'ok') || '/' || (r -> 'outbox_ids')::text || '/' || (r -> 'send')::text
+    FROM cm3), 'true/[]/[]', 'takeover: the turn commits without its reply');
+SELECT is((SELECT count(*) FROM outbox WHERE conversation_id = pg_temp.cid('5511977770003')
+    AND kind = 'text'), 0::bigint, 'takeover: nothing queued for the doctor');
+SELECT is((SELECT string_agg(step || '/' || decision || '/' || coalesce(reason, '-'), ',' ORDER BY id)
+    FROM audit_log WHERE conversation_id = pg_temp.cid('5511977770003') AND step <> 'control'
+    OR (conversation_id = pg_temp.cid('5511977770003') AND reason = 'reply_withheld')),
+    'policy/allow/-,control/human/reply_withheld',
+    'takeover: the turn''s audit is kept, and the withheld reply audited');
+SELECT is((SELECT state FROM inbox WHERE wamid = 'r5'), 'done',
+    'takeover: the message is done (the human answers it)');
+-- A turn that hands over itself (encaminhar_humano) still says so.
+SELECT pg_temp.msg('r6', '5511977770003', 'me passa pra alguem', '4 s');
+UPDATE conversations SET control = 'ai' WHERE id = pg_temp.cid('5511977770003');
+SELECT is((SELECT count(*) FROM mg_claim_turns('w1', 60, 0, 10, 0, 60, 20)), 1::bigint,
+    'handoff: the next turn is claimed');
+UPDATE conversations SET control = 'human' WHERE id = pg_temp.cid('5511977770003');
+SELECT is(jsonb_array_length(mg_commit_send('w1', pg_temp.cid('5511977770003'),
+    pg_temp.reply('Vou te passar para um colega') ||
+    '{"conversation":{"control":"human"}}', 's1', 30, 5) -> 'outbox_ids'), 1,
+    'handoff: a turn that set human control itself keeps its reply');
 
 SELECT * FROM finish();
 ROLLBACK;
