@@ -131,7 +131,9 @@ def test_followup_sent_once_across_two_processes(h):
         "followup: queued=" in other.log(), "both swept"
 
 
-def test_outcome_from_the_doctors_answer_and_followup_rate(h):
+def bridged_and_followed_up(h):
+    """A live bridge (criar_handoff_externo in oferta) whose follow-up
+    the sweep has sent; returns (llm, conversation id)."""
     llm = ready(h, **FAST)
     add_vaga(h)
     llm.script([{"text": "Oi! Tudo bem?"}])
@@ -148,6 +150,11 @@ def test_outcome_from_the_doctors_answer_and_followup_rate(h):
     h.wait_until(lambda: funnel(h, cid) ==
                  "ponte_feita,aguardando_desfecho", 10, "follow-up sent")
     eq(replies(h)[-1], FOLLOWUP_TEXT, "the follow-up after the bridge reply")
+    return llm, cid
+
+
+def test_outcome_from_the_doctors_answer_and_followup_rate(h):
+    llm, cid = bridged_and_followed_up(h)
     llm.script([{"text": "Que ótimo! Fico feliz que deu certo 🙌"}])
     send(h, "wamid.f3", "Fechou sim, deu tudo certo")
     settled(h, "wamid.f3")
@@ -166,6 +173,35 @@ def test_outcome_from_the_doctors_answer_and_followup_rate(h):
         "WHERE period = 'total'")}
     eq(rows["followup_rate"], ("1", "1", "100.0"), "followup_rate")
     eq(rows["conversion_rate"], ("1", "1", "100.0"), "conversion_rate")
+
+
+def test_nao_fechou_from_the_doctors_answer(h):
+    """The DESFECHO_NAO_FECHOU counterpart: the doctor's answer in
+    followup mode is the outcome nao_fechou, the bridge's current stage
+    is nao_convertido, and the conversion rate counts it as not closed
+    (the follow-up still counts as done)."""
+    llm, cid = bridged_and_followed_up(h)
+    llm.script([{"text": "Poxa, que pena! Obrigada por me contar."}])
+    send(h, "wamid.f3", "nao deu certo, nao fechei")
+    settled(h, "wamid.f3")
+    eq(funnel(h, cid), "ponte_feita,aguardando_desfecho,nao_fechou",
+       "the answer is the outcome")
+    eq(h.sql1("SELECT metadata ->> 'origem' FROM funnel_events WHERE "
+              "status = 'nao_fechou'"), "desfecho_relatado",
+       "recorded from the doctor's report, not by a tool")
+    eq(h.sql("SELECT vaga_id, status, stage FROM funnel_current "
+             "WHERE conversation_id = %s" % cid),
+       [("1", "nao_fechou", "nao_convertido")], "funnel_current")
+    h.wait_until(lambda: h.sql1("SELECT state || '/' || reason FROM "
+                                "followups") == "answered/nao_fechou", 10,
+                 "follow-up answered")
+    h.sql("ALTER DATABASE %s SET modegate.followup_hours = 0" % h.db)
+    rows = {r[0]: r[1:] for r in h.sql(
+        "SELECT metric, numerator, denominator, value FROM funnel_metrics "
+        "WHERE period = 'total'")}
+    eq(rows["conversion_rate"], ("0", "1", "0.0"),
+       "conversion_rate: the bridge did not close")
+    eq(rows["followup_rate"], ("1", "1", "100.0"), "followup_rate")
 
 
 def test_flag_flip_reaches_the_next_turn(h):

@@ -149,6 +149,8 @@ VALUES
  (9002, 'router', 'APPLY', 'intent', '{"from":"discovery","mode":"oferta","proposal":"oferta","applied":false}', '2025-03-10 11:05'),
  (9002, 'gate', 'discovery', 'not_enforced', '{"flag":"shadow","tools_offered":[],"tools_would_remove":["criar_handoff_externo","registrar_status_intermediacao"]}', '2025-03-10 11:05'),
  (9002, 'gate', 'discovery', 'enforced', '{"flag":"on","tools_removed":["criar_handoff_externo"]}', '2025-03-10 11:06'),
+ (9003, 'gate', 'discovery', 'not_enforced', '{"flag":"off","pending":null,"tools_offered":["buscar_vagas","criar_handoff_externo","registrar_status_intermediacao","salvar_memoria","encaminhar_humano"],"tools_would_remove":["buscar_vagas","criar_handoff_externo","registrar_status_intermediacao"]}', '2025-03-11 07:00'),
+ (9003, 'gate', 'reativacao', 'not_enforced', '{"flag":"off","pending":null,"tools_offered":["buscar_vagas","criar_handoff_externo","registrar_status_intermediacao","salvar_memoria","encaminhar_humano"],"tools_would_remove":["buscar_vagas"]}', '2025-03-11 07:30'),
  (9002, 'llm', 'error', 'server', '{"model":"m","provider":"anthropic","input_tokens":0,"output_tokens":0,"latency_ms":3000,"rounds":1,"error":{"class":"server"}}', '2025-03-10 11:06'),
  (9002, 'llm', 'handoff', 'llm_unavailable', '{}', '2025-03-10 11:07'),
  (9002, 'guard', 'fallback', 'reserva_garantida', '{"forbidden_claims":["reserva_garantida","valor_prometido"],"attempt":2}', '2025-03-10 11:08'),
@@ -176,7 +178,7 @@ SELECT results_eq(:'q_tools',
 	1::bigint, 1::bigint),
     ('discovery', 'registrar_status_intermediacao', 0, 1, 1),
     ('oferta', 'registrar_status_intermediacao', 1, 0, 1)$$,
-    'queries/tools_removed_by_mode.sql');
+    'queries/tools_removed_by_mode.sql (flag off gate rows not counted as would_remove)');
 SELECT results_eq($$SELECT rule, messages, conversations FROM (
     $$ || regexp_replace(:'q_policy', ';\s*$', '') || $$) q$$,
     $$VALUES ('opted_out'::text, 2::bigint, 1::bigint),
