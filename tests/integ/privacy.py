@@ -14,11 +14,21 @@ MIN_BODY = 10		# shorter texts ("Oi", "sim") occur in any prose
 secrets = set()
 numbers = set()
 bodies = set()
+patterns = set()	# regexes of bodies sent in bulk (load.py)
 logs = {}		# path -> log level the server ran at
 
 
 def watch_secret(*values):
     secrets.update(v for v in values if v and len(v) >= 6)
+
+
+def watch_numbers(*values):
+    numbers.update(values)
+
+
+def watch_pattern(regex):
+    """Bodies sent in bulk: one regex matching all of them."""
+    patterns.add(regex)
 
 
 def watch_log(path, level):
@@ -53,6 +63,7 @@ def leaks():
     """Every (log, what, line) where a watched value shows, in the logs of
     servers that ran at info or above; and how many logs were checked."""
     found, checked = [], 0
+    bulk = re.compile("|".join(sorted(patterns))) if patterns else None
     for path, level in sorted(logs.items()):
         if level == "debug":
             continue
@@ -68,4 +79,7 @@ def leaks():
                 for v in values:
                     if v in line:
                         found.append((path, kind, v, line))
+            m = bulk.search(line) if bulk else None
+            if m:
+                found.append((path, "body", m.group(0), line))
     return found, checked

@@ -42,9 +42,9 @@ def privacy_case(n):
     cases above shows in the logs of the servers that ran at info."""
     found, checked = privacy.leaks()
     name = ("privacy: %d logs at info: no secret, phone number or message "
-            "body (%d secrets, %d numbers, %d bodies watched)" %
-            (checked, len(privacy.secrets), len(privacy.numbers),
-             len(privacy.bodies)))
+            "body (%d secrets, %d numbers, %d bodies, %d body patterns "
+            "watched)" % (checked, len(privacy.secrets), len(privacy.numbers),
+                          len(privacy.bodies), len(privacy.patterns)))
     if checked == 0:
         print("ok %d - privacy # SKIP no server ran at level info" % n)
         return 0
