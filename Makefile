@@ -60,6 +60,20 @@ $(BUILD)/%.o: %.c $(wildcard mode/*.h policy/*.h src/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(if $(filter src/%,$<),$(PKG_CFLAGS)) -c $< -o $@
 
+# RULES_DIR is compiled in (-DMG_RULES_DIR), so a change of it (make install
+# PREFIX=...) must rebuild what uses it: a stamp holding its value, rewritten
+# only when that changes, is a prerequisite of the objects that use it.
+RULES_STAMP = $(BUILD)/rules_dir.stamp
+RULES_USERS = $(patsubst %.c,$(BUILD)/%.o,\
+	      $(shell grep -l MG_RULES_DIR src/*.c 2>/dev/null))
+$(RULES_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(RULES_DIR)' | cmp -s - $@ || \
+	    printf '%s\n' '$(RULES_DIR)' > $@
+$(RULES_USERS): $(RULES_STAMP)
+.PHONY: FORCE
+FORCE:
+
 $(LIBCORE): $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -201,7 +215,7 @@ fuzz: fuzz-build
 # or afl-gcc): each replays its seed corpus once.
 REPLAY_DIR = $(BUILD)/fuzz-replay
 $(REPLAY_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_main.h $(LIBSHELL) \
-    $(LIBCORE)
+    $(LIBCORE) $(RULES_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBSHELL) $(LIBCORE) \
 	    $(LDFLAGS) $(PKG_LIBS) -lm

@@ -71,6 +71,30 @@ serve_signal(evutil_socket_t sig, short what, void *arg)
 		event_base_loopexit(st->srv.base, NULL);
 }
 
+/*
+ * libevent's own messages (e.g. evhttp's accept() failures) go through the
+ * log like ours, so that MODEGATE_LOG_FORMAT=json stays pure JSON. It must
+ * not call libevent from here.
+ */
+static void
+serve_event_log(int severity, const char *msg)
+{
+	switch (severity) {
+	case EVENT_LOG_DEBUG:
+		log_debug("libevent: %s", msg);
+		break;
+	case EVENT_LOG_MSG:
+		log_info("libevent: %s", msg);
+		break;
+	case EVENT_LOG_WARN:
+		log_warnx("libevent: %s", msg);
+		break;
+	default:
+		log_error("libevent: %s", msg);
+		break;
+	}
+}
+
 /* Load the configuration and the newest migration number; 0 or exit code. */
 static int
 serve_config(struct config *cfg, int *latest)
@@ -103,6 +127,7 @@ serve_config(struct config *cfg, int *latest)
 	lvl = log_level_from_name(cfg->log_level);
 	log_init(lvl < 0 ? LOG_INFO : (enum log_level)lvl,
 	    strcmp(cfg->log_format, "json") == 0);
+	event_set_log_callback(serve_event_log);
 	return 0;
 }
 

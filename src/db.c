@@ -64,6 +64,27 @@ db_errcpy(char *buf, size_t len, const char *msg)
 			*p = (p[1] == '\0') ? '\0' : ' ';
 }
 
+/*
+ * libpq's notices (a server WARNING or NOTICE, RAISE in PL/pgSQL) go to the
+ * log, not raw to stderr: one line, in the log's format.
+ */
+static void
+db_notice(void *arg, const PGresult *res)
+{
+	const char	*sev, *msg;
+
+	sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	msg = PQresultErrorMessage(res);
+	if (sev == NULL)
+		sev = "";
+	if (strcmp(sev, "WARNING") == 0)
+		log_warnx("db: %s", msg);
+	else if (strcmp(sev, "NOTICE") == 0 || strcmp(sev, "INFO") == 0)
+		log_info("db: %s", msg);
+	else
+		log_debug("db: %s", msg);
+}
+
 PGconn *
 db_connect(const char *conninfo, char *err, size_t errlen)
 {
@@ -79,6 +100,7 @@ db_connect(const char *conninfo, char *err, size_t errlen)
 		PQfinish(pg);
 		return NULL;
 	}
+	PQsetNoticeReceiver(pg, db_notice, NULL);
 	return pg;
 }
 
@@ -184,6 +206,7 @@ db_conn_start(struct db_conn *c)
 		db_conn_fail_pq(c);
 		return;
 	}
+	PQsetNoticeReceiver(c->pg, db_notice, NULL);
 	c->state = DBC_CONNECTING;
 	if (db_watch(c, EV_WRITE) == -1)
 		db_conn_fail(c, "cannot watch socket");

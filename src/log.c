@@ -38,19 +38,101 @@ log_enabled(enum log_level level)
 	return level >= log_min;
 }
 
-/* Write msg as a JSON string body (no quotes) to stderr. */
-static void
-log_json_escape(const char *s)
-{
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
+/* One event, built whole and written with one write(2). */
+struct log_line {
+	char	buf[8192];
+	size_t	len;
+};
 
-		if (c == '"' || c == '\\')
-			fprintf(stderr, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(stderr, "\\u%04x", c);
-		else
-			fputc(c, stderr);
+#define LOG_TAIL	4	/* room always kept for "}\n or \n */
+
+/* Append n bytes, unless they would eat the room kept for the end. */
+static int
+log_put(struct log_line *l, const char *s, size_t n)
+{
+	if (l->len + n > sizeof l->buf - LOG_TAIL)
+		return -1;
+	memcpy(l->buf + l->len, s, n);
+	l->len += n;
+	return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if none. */
+static size_t
+log_utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned int	cp;
+	size_t		k, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		k = 2;
+		cp = s[0] & 0x1f;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		k = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		k = 4;
+		cp = s[0] & 0x07;
+	} else
+		return 0;
+	if (k > n)
+		return 0;
+	for (i = 1; i < k; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((k == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (k == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return k;
+}
+
+/*
+ * Append s so that the event stays on one line whatever it holds (libpq's
+ * messages span lines): in JSON as a string body (no quotes), with bytes
+ * that are not UTF-8 as U+FFFD; in text with control characters and such
+ * bytes as \n, \r, \t or \xHH. Trailing newlines are dropped. Stops
+ * before an escape that would not fit.
+ */
+static void
+log_escape(struct log_line *l, const char *s)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 n = strlen(s), k;
+	char			 e[8];
+	int			 r;
+
+	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r'))
+		n--;
+	for (; n > 0; p += k, n -= k) {
+		k = log_utf8_len(p, n);
+		if (k > 1 || (k == 1 && *p >= 0x20 && *p != 0x7f &&
+		    (!log_json || (*p != '"' && *p != '\\')))) {
+			r = log_put(l, (const char *)p, k);
+		} else {
+			if (k == 0)
+				k = 1;
+			if (*p == '\n')
+				r = snprintf(e, sizeof e, "\\n");
+			else if (*p == '\r')
+				r = snprintf(e, sizeof e, "\\r");
+			else if (*p == '\t')
+				r = snprintf(e, sizeof e, "\\t");
+			else if (*p == '"' || *p == '\\')
+				r = snprintf(e, sizeof e, "\\%c", *p);
+			else if (!log_json)
+				r = snprintf(e, sizeof e, "\\x%02x", *p);
+			else if (*p >= 0x80)
+				r = snprintf(e, sizeof e, "\\ufffd");
+			else
+				r = snprintf(e, sizeof e, "\\u%04x", *p);
+			r = log_put(l, e, (size_t)r);
+		}
+		if (r == -1)
+			return;
 	}
 }
 
@@ -59,31 +141,32 @@ static void
 log_vemit(enum log_level level, const char *errstr, const char *fmt,
     va_list ap)
 {
-	char		 msg[2048], ts[64];
+	struct log_line	 l;
+	char		 msg[2048];
 	struct timespec	 now;
 	struct tm	 tm;
+	int		 n;
 
 	if (!log_enabled(level))
 		return;
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	clock_gettime(CLOCK_REALTIME, &now);
 	gmtime_r(&now.tv_sec, &tm);
-	snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
+	n = snprintf(l.buf, sizeof l.buf, log_json ?
+	    "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"%s\","
+	    "\"msg\":\"" : "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s ",
 	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, now.tv_nsec / 1000000);
+	    tm.tm_min, tm.tm_sec, now.tv_nsec / 1000000, level_names[level]);
+	l.len = (size_t)n;
+	log_escape(&l, msg);
+	if (errstr != NULL && log_put(&l, ": ", 2) == 0)
+		log_escape(&l, errstr);
 	if (log_json) {
-		fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"",
-		    ts, level_names[level]);
-		log_json_escape(msg);
-		if (errstr != NULL) {
-			fputs(": ", stderr);
-			log_json_escape(errstr);
-		}
-		fputs("\"}\n", stderr);
+		memcpy(l.buf + l.len, "\"}\n", 3);
+		l.len += 3;
 	} else
-		fprintf(stderr, "%s level=%s %s%s%s\n", ts, level_names[level],
-		    msg, errstr != NULL ? ": " : "",
-		    errstr != NULL ? errstr : "");
+		l.buf[l.len++] = '\n';
+	fwrite(l.buf, 1, l.len, stderr);
 }
 
 #define LOG_FUNC(name, level)						\

@@ -30,3 +30,26 @@ out=$(env -i PATH="$PATH" DATABASE_URL=x WHATSAPP_APP_SECRET=s \
 	"$d/opt/mg/bin/modegate" check-config 2>&1)
 [ "$out" = "configuration OK" ] && echo "ok $n - installed rules pass check-config" ||
 	{ echo "not ok $n - installed rules pass check-config"; echo "$out" | sed 's/^/# /'; }
+n=$((n + 1))
+# Another PREFIX, same build tree: the compiled-in path follows it (the
+# objects that hold it are rebuilt), and each install keeps its own.
+make --no-print-directory install DESTDIR="$d/2" PREFIX=/opt/mg2 >"$d.log" 2>&1
+rc=$?
+rm -f "$d.log"
+[ $rc = 0 ] && echo "ok $n - make install with another PREFIX succeeds" ||
+	echo "not ok $n - make install with another PREFIX succeeds"
+n=$((n + 1))
+dirs() {
+	env -i PATH="$PATH" DATABASE_URL=x WHATSAPP_APP_SECRET=s \
+		WHATSAPP_VERIFY_TOKEN=v "$1" check-config --list |
+		grep -o '/opt/mg[^ `]*/share/modegate' | sort -u | tr '\n' ' '
+}
+out=$(dirs "$d/2/opt/mg2/bin/modegate")
+[ "$out" = "/opt/mg2/share/modegate " ] &&
+	echo "ok $n - the second install defaults to /opt/mg2/share/modegate" ||
+	{ echo "not ok $n - the second install defaults to /opt/mg2/share/modegate"; echo "# got: $out"; }
+n=$((n + 1))
+out=$(dirs "$d/opt/mg/bin/modegate")
+[ "$out" = "/opt/mg/share/modegate " ] &&
+	echo "ok $n - the first install still defaults to /opt/mg/share/modegate" ||
+	{ echo "not ok $n - the first install still defaults to /opt/mg/share/modegate"; echo "# got: $out"; }
