@@ -71,14 +71,21 @@ BEGIN
 	    p_limit, NULL);
 END $$;
 
--- The rows of one conversation leased to p_sender, as a JSON array.
-CREATE FUNCTION mg_lease_outbox_of(p_sender text, p_lease_seconds int,
-    p_limit int, p_conversation_id bigint) RETURNS jsonb
+-- p_result (an answer {"ok": ...}) with "send": up to p_limit of the
+-- conversation's due outbox rows leased to p_sender (as mg_claim_outbox
+-- returns them); "send": [] when p_result is not ok or p_sender is NULL.
+CREATE FUNCTION mg_lease_send(p_result jsonb, p_sender text,
+    p_lease_seconds int, p_limit int, p_conversation_id bigint)
+RETURNS jsonb
 LANGUAGE plpgsql AS $$
 BEGIN
-	RETURN (SELECT coalesce(jsonb_agg(r), '[]')
+	IF NOT (p_result ->> 'ok')::boolean OR p_sender IS NULL THEN
+		RETURN p_result || '{"send": []}';
+	END IF;
+	RETURN p_result || jsonb_build_object('send',
+	    (SELECT coalesce(jsonb_agg(r), '[]')
 	    FROM mg_lease_outbox(p_sender, p_lease_seconds, p_limit,
-		p_conversation_id) r);
+		p_conversation_id) r));
 END $$;
 
 -- mg_context (0003), unchanged but for its language: a LANGUAGE sql
@@ -177,15 +184,10 @@ CREATE FUNCTION mg_start_read(p_worker text, p_conversation_id bigint,
     p_send_limit int)
 RETURNS jsonb
 LANGUAGE plpgsql AS $$
-DECLARE
-	r	jsonb := mg_enqueue_read(p_worker, p_conversation_id,
-	    p_inbox_id);
 BEGIN
-	IF NOT (r ->> 'ok')::boolean OR p_sender IS NULL THEN
-		RETURN r || '{"send": []}';
-	END IF;
-	RETURN r || jsonb_build_object('send', mg_lease_outbox_of(p_sender,
-	    p_send_lease_seconds, p_send_limit, p_conversation_id));
+	RETURN mg_lease_send(mg_enqueue_read(p_worker, p_conversation_id,
+	    p_inbox_id), p_sender, p_send_lease_seconds, p_send_limit,
+	    p_conversation_id);
 END $$;
 
 -- mg_commit_send(worker, conversation_id, turn, sender,
@@ -208,7 +210,6 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	turn	jsonb := p_turn;
 	ctl	text;
-	r	jsonb;
 BEGIN
 	-- The lock mg_commit_turn takes, taken first: no takeover between
 	-- this check and the commit.
@@ -223,10 +224,6 @@ BEGIN
 			jsonb_build_object('outbox',
 			    jsonb_array_length(mg_arr(p_turn, 'outbox')))));
 	END IF;
-	r := mg_commit_turn(p_worker, p_conversation_id, turn);
-	IF NOT (r ->> 'ok')::boolean OR p_sender IS NULL THEN
-		RETURN r || '{"send": []}';
-	END IF;
-	RETURN r || jsonb_build_object('send', mg_lease_outbox_of(p_sender,
-	    p_send_lease_seconds, p_send_limit, p_conversation_id));
+	RETURN mg_lease_send(mg_commit_turn(p_worker, p_conversation_id, turn),
+	    p_sender, p_send_lease_seconds, p_send_limit, p_conversation_id);
 END $$;
