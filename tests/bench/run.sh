@@ -30,7 +30,8 @@ cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	pg_stop "$tmp/pg"
-	cp "$tmp/pg/postgres.log" "$out/postgres.log" 2>/dev/null || true
+	pg_stop "$tmp/pgt"
+	cp "$tmp/pgt/postgres.log" "$out/postgres.log" 2>/dev/null || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -192,12 +193,15 @@ turn() {
 	[ "${BENCH_PROFILE:-0}" = 1 ] && export PG_OPTS="${PG_OPTS:-} \
 		-c shared_preload_libraries=pg_stat_statements \
 		-c pg_stat_statements.track=all"
-	[ -f "$tmp/pg/port" ] || pg_start "$tmp/pg"
+	# A cluster of its own: the ingest run leaves 300k unanswered rows
+	# and a vacuum to do.
+	pg_stop "$tmp/pg"
+	pg_start "$tmp/pgt"
+	wal_warm
 	"$bin" migrate >/dev/null 2>&1
 	[ "${BENCH_PROFILE:-0}" = 1 ] &&
 		psql -qX -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
 	psql -qX -f sql/seed_demo.sql >/dev/null
-	wal_warm
 	n=$((200 * secs))
 	python3 tests/bench/turn_bench.py payloads "$n" "$secret" "$tmp/turn.tsv"
 	start_fake llm; llm=$FAKE_URL
@@ -234,10 +238,12 @@ turn() {
 	say "  per step, mean ms: $(python3 tests/bench/turn_bench.py steps "$out/turn.metrics")"
 	kill "$MG_PID"; wait "$MG_PID" 2>/dev/null || true
 
-	python3 tests/bench/turn_bench.py payloads 1100 "$secret" "$tmp/slow.tsv"
-	start_fake llm --delay 2; slow=$FAKE_URL
-	serve_turns slow "$slow" "$graph" MODEGATE_MAX_TURNS=1000 LLM_TIMEOUT=30
-	"$out/rateload" -r 1100 -d 1 -c 64 -f "$tmp/slow.tsv" \
+	# 1,200 doctors in one second, room for 1,200 turns: how many are in
+	# flight at once is what the process keeps up with, not a cap.
+	python3 tests/bench/turn_bench.py payloads 1200 "$secret" "$tmp/slow.tsv"
+	start_fake llm --delay 2 --slim; slow=$FAKE_URL
+	serve_turns slow "$slow" "$graph" MODEGATE_MAX_TURNS=1200 LLM_TIMEOUT=30
+	"$out/rateload" -r 1200 -d 1 -c 64 -f "$tmp/slow.tsv" \
 		"http://127.0.0.1:$MG_PORT/webhook" >/dev/null
 	sleep 4
 	rss=$(awk '/VmHWM/ {print $2}' "/proc/$MG_PID/status")

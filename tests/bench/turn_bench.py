@@ -89,7 +89,7 @@ def latency(sent_log, graph, dump=None):
 def inflight(llm):
     reqs = [r for r in requests(llm) if r["path"].endswith("/messages")]
     ev = sorted([(r["t"], 1) for r in reqs] +
-                [(r["t"] + 2.0, -1) for r in reqs])
+                [(r.get("t_end") or r["t"] + 2.0, -1) for r in reqs])
     cur = peak = 0
     for _, d in ev:
         cur += d
