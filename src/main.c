@@ -29,8 +29,8 @@ static const struct cmd_entry cmd_table[] = {
 	  "MODE; prints OK or VIOLATION<TAB>claim-id[,claim-id...]" },
 	{ "flag", cmd_flag, "flag list | get NAME | set NAME on|off|shadow "
 	  "[--percent N] [--by WHO] [--reason TEXT]",
-	  "show or change a feature flag (recorded and announced to every "
-	  "process)" },
+	  "show or change a feature flag (recorded; every process's next "
+	  "turn reads it)" },
 	{ "takeover", cmd_takeover, "takeover WA_ID [--by WHO] "
 	  "[--reason TEXT] [--phone-number-id ID]",
 	  "a human takes the doctor's chat: the AI stays silent" },

@@ -1,7 +1,7 @@
 -- test_audit_flags.sql -- append-only tables, flag history, schema checks.
 -- SPDX-License-Identifier: MIT
 BEGIN;
-SELECT plan(16);
+SELECT plan(20);
 
 INSERT INTO conversations (phone_number_id, wa_id) VALUES ('PN1', '5511955555555');
 INSERT INTO audit_log (conversation_id, step, decision)
@@ -53,6 +53,30 @@ SELECT is(mg_context((SELECT id FROM conversations WHERE wa_id = '5511955555555'
 UPDATE feature_flags SET percent = 100 WHERE name = 'conversation_mode_enabled';
 SELECT is(mg_context((SELECT id FROM conversations WHERE wa_id = '5511955555555'), '{}', 0)
     -> 'flag' ->> 'effective', 'on', 'percent 100: every conversation is in');
+
+-- A partial rollout: 200 conversations at 30 % then 60 %.
+INSERT INTO conversations (phone_number_id, wa_id)
+SELECT 'PNR', 'r' || g FROM generate_series(1, 200) g;
+CREATE FUNCTION pg_temp.inside() RETURNS bigint[] LANGUAGE sql AS $$
+	SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM conversations
+	WHERE phone_number_id = 'PNR'
+	    AND mg_context(id, '{}', 0) -> 'flag' ->> 'effective' = 'on'
+$$;
+UPDATE feature_flags SET percent = 30 WHERE name = 'conversation_mode_enabled';
+CREATE TEMP TABLE r30 AS SELECT pg_temp.inside() AS ids;
+SELECT ok((SELECT cardinality(ids) BETWEEN 40 AND 80 FROM r30),
+    'percent 30: about 30 % of 200 conversations are in (' ||
+    (SELECT cardinality(ids) FROM r30) || ')');
+SELECT is(pg_temp.inside(), (SELECT ids FROM r30),
+    'percent 30: the same conversations on every read');
+SELECT is((SELECT count(*) FROM conversations, r30 WHERE phone_number_id = 'PNR'
+    AND NOT id = ANY (r30.ids)
+    AND mg_context(id, '{}', 0) -> 'flag' ->> 'effective' <> 'off'), 0::bigint,
+    'percent 30: the others behave as off');
+UPDATE feature_flags SET percent = 60 WHERE name = 'conversation_mode_enabled';
+SELECT ok((SELECT ids FROM r30) <@ pg_temp.inside() AND
+    cardinality(pg_temp.inside()) > (SELECT cardinality(ids) FROM r30),
+    'percent 60: everyone in at 30 % stays in, and more join');
 
 SELECT * FROM finish();
 ROLLBACK;
