@@ -84,8 +84,10 @@ struct sender {
 	struct curlev		*cv;
 	struct graph		*g;
 	struct event		*timer, *kick;
-	TAILQ_HEAD(, sender_row) rows;
-	size_t			 inflight;
+	TAILQ_HEAD(, sender_row) rows;		/* posting or recording */
+	TAILQ_HEAD(, sender_row) waiting;	/* leased, for a free slot */
+	size_t			 inflight, nwaiting;
+	double			 post_timeout_s;
 	char			 worker[96];
 	char			*tpl_name, *tpl_lang;
 	int			 tpl_done, tpl_busy;
@@ -200,6 +202,17 @@ sender_result_json(const struct graph_result *r, int attempts, long base_ms,
 	return n;
 }
 
+static void
+sender_row_destroy(struct sender_row *row)
+{
+	if (row->again != NULL)
+		event_free(row->again);
+	free(row->pnid);
+	free(row->payload);
+	free(row->result);
+	free(row);
+}
+
 /* Forget a row: its result is recorded, or can no longer be. */
 static void
 sender_row_free(struct sender_row *row)
@@ -208,12 +221,7 @@ sender_row_free(struct sender_row *row)
 
 	TAILQ_REMOVE(&s->rows, row, entry);
 	s->inflight--;
-	if (row->again != NULL)
-		event_free(row->again);
-	free(row->pnid);
-	free(row->payload);
-	free(row->result);
-	free(row);
+	sender_row_destroy(row);
 }
 
 /* Stop sending until restart (190, 368, 401): readiness says why. */
@@ -385,9 +393,9 @@ sender_row_new(struct sender *s, json_object *o)
 	return row;
 }
 
-/* Post one leased row; 0, or -1 when it cannot be read (its lease
- * expires and it is posted again). */
-static int
+/* Post a leased row now, or when a slot frees (MODEGATE_SEND_CONCURRENCY
+ * posts at once). */
+static void
 sender_add(struct sender *s, json_object *o)
 {
 	struct sender_row	*row;
@@ -395,12 +403,40 @@ sender_add(struct sender *s, json_object *o)
 	if (o == NULL || (row = sender_row_new(s, o)) == NULL) {
 		log_warnx("sender: unreadable claimed row; posted again after "
 		    "its lease");
-		return -1;
+		return;
+	}
+	if (s->inflight >= (size_t)s->concurrency) {
+		TAILQ_INSERT_TAIL(&s->waiting, row, entry);
+		s->nwaiting++;
+		return;
 	}
 	TAILQ_INSERT_TAIL(&s->rows, row, entry);
 	s->inflight++;
 	sender_start(s, row);
-	return 0;
+}
+
+/* Start waiting rows in the free slots; a row whose lease would end
+ * before its post could be answered is left to expire (it is posted
+ * again after it, by whoever claims it). */
+static void
+sender_start_waiting(struct sender *s)
+{
+	struct sender_row	*row;
+
+	while (s->inflight < (size_t)s->concurrency &&
+	    (row = TAILQ_FIRST(&s->waiting)) != NULL) {
+		TAILQ_REMOVE(&s->waiting, row, entry);
+		s->nwaiting--;
+		TAILQ_INSERT_TAIL(&s->rows, row, entry);
+		s->inflight++;
+		if (sender_now() + s->post_timeout_s < row->deadline)
+			sender_start(s, row);
+		else {
+			log_warnx("sender: outbox %s: lease too short to post "
+			    "now; posted again after it", row->id);
+			sender_row_free(row);
+		}
+	}
 }
 
 /* mg_claim_outbox answered: post every row it leased to us. */
@@ -465,7 +501,10 @@ sender_poll(struct sender *s)
 			s->tpl_busy = 1;
 		return;
 	}
-	if (s->paused || s->draining)
+	if (s->paused)
+		return;
+	sender_start_waiting(s);
+	if (s->draining)
 		return;
 	if (s->claiming) {
 		s->again = 1;
@@ -517,6 +556,12 @@ sender_take(json_object *rows)
 	    json_type_array))
 		return;
 	n = json_object_array_length(rows);
+	if (n > 0 && sender_current->paused) {
+		/* Leased before the pause: posting now would fail them too. */
+		log_warnx("sender: paused; %zu leased rows left for after the "
+		    "restart (posted once their lease expires)", n);
+		return;
+	}
 	for (i = 0; i < n; i++)
 		sender_add(sender_current, json_object_array_get_idx(rows, i));
 }
@@ -550,6 +595,7 @@ sender_new(struct event_base *base, const struct config *cfg)
 		return NULL;
 	s->base = base;
 	TAILQ_INIT(&s->rows);
+	TAILQ_INIT(&s->waiting);
 	s->dry_run = cfg->wa_token == NULL || cfg->wa_token[0] == '\0';
 	s->concurrency = cfg->send_concurrency > 0 ? cfg->send_concurrency :
 	    32;
@@ -573,6 +619,7 @@ sender_new(struct event_base *base, const struct config *cfg)
 	gp.connect_timeout_ms = 5000;
 	/* The answer must come back before the lease ends. */
 	gp.timeout_ms = s->lease_s > 16 ? 15000 : (s->lease_s - 1) * 1000L;
+	s->post_timeout_s = (double)gp.timeout_ms / 1000;
 	if ((s->db = dbq_new(base, cfg->database_url, SENDER_DB_CONNS)) == NULL ||
 	    (s->cv = curlev_new(base)) == NULL ||
 	    (s->g = graph_new(s->cv, &gp)) == NULL ||
@@ -606,6 +653,10 @@ sender_free(struct sender *s)
 	curlev_free(s->cv);
 	while ((row = TAILQ_FIRST(&s->rows)) != NULL)
 		sender_row_free(row);
+	while ((row = TAILQ_FIRST(&s->waiting)) != NULL) {
+		TAILQ_REMOVE(&s->waiting, row, entry);
+		sender_row_destroy(row);
+	}
 	if (s->timer != NULL)
 		event_free(s->timer);
 	if (s->kick != NULL)
@@ -625,7 +676,7 @@ sender_drain(struct sender *s)
 size_t
 sender_inflight(const struct sender *s)
 {
-	return s != NULL ? s->inflight : 0;
+	return s != NULL ? s->inflight + s->nwaiting : 0;
 }
 
 int

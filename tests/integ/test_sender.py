@@ -421,3 +421,28 @@ def test_graceful_stop_waits_for_posts_in_flight(h, g):
     h.start()
     time.sleep(0.6)
     eq(len(g.requests()), 1, "not posted again")
+
+
+@with_graph
+def test_concurrency_caps_posts_of_leased_rows(h, g):
+    # Read receipts and replies leased to the sender by the turn itself
+    # wait for a free slot: MODEGATE_SEND_CONCURRENCY posts at once at the
+    # Graph API, and every one is sent.
+    # (the double-texting window makes the six turns start together)
+    serve(h, g, MODEGATE_COALESCE_MS="800", MODEGATE_SEND_CONCURRENCY="2")
+    g._call("POST", "/__config", {"delay": 0.3})
+    for i in range(6):
+        eq(h.post_webhook(inbound("wamid.C%d" % i, "Oi, boa tarde",
+                                  sender="55119888800%02d" % i))[0], 200,
+           "webhook %d" % i)
+    h.wait_until(lambda: h.sql1("SELECT count(*) FROM outbox WHERE state "
+                                "= 'sent'") == "12", 20,
+                 "six receipts and six replies sent")
+    reqs = g.requests()
+    eq(len(reqs), 12, "each posted once")
+    cur = peak = 0
+    for _, d in sorted([(r["t"], 1) for r in reqs] +
+                       [(r["t_end"], -1) for r in reqs]):
+        cur += d
+        peak = max(peak, cur)
+    eq(peak, 2, "at most two posts open at once, and both slots used")
