@@ -153,23 +153,66 @@ BEGIN
 END $$;
 
 -- mg_claim_turns(worker, lease_seconds, window_ms, limit, turns,
--- window_s, history): mg_claim_limited (0008), each row with
--- "context": mg_context(conversation, its inbox_ids, p_history) (0003),
--- read after the claim in the same transaction.
+-- window_s, history, max_attempts): mg_claim_limited (0008), each row
+-- with "context": mg_context(conversation, its inbox_ids, p_history)
+-- (0003), read after the claim in the same transaction.
+--
+-- A message whose turn keeps dying with its process (its lease expired
+-- and was taken over, attempts + 1 each time) must not take every new
+-- process down with it: retaken with attempts >= p_max_attempts it is
+-- 'dead', audited like mg_fail_turn's (step "worker", decision "dead",
+-- its last_error, details {max_attempts, worker, retaken: true}), and
+-- left out of the turn; a turn left with no message is not returned and
+-- its lease is released.
 CREATE FUNCTION mg_claim_turns(p_worker text, p_lease_seconds int,
     p_window_ms int, p_limit int, p_turns int, p_window_s int,
-    p_history int) RETURNS SETOF jsonb
+    p_history int, p_max_attempts int) RETURNS SETOF jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
 	r	jsonb;
+	cid	bigint;
+	ids	bigint[];
+	dead	bigint[];
 BEGIN
 	FOR r IN SELECT * FROM mg_claim_limited(p_worker, p_lease_seconds,
 	    p_window_ms, p_limit, p_turns, p_window_s) LOOP
+		cid := (r ->> 'conversation_id')::bigint;
+		ids := ARRAY(SELECT x::bigint FROM
+		    jsonb_array_elements_text(r -> 'inbox_ids') x);
+		IF (r ->> 'retaken')::boolean THEN
+			WITH d AS (
+				UPDATE inbox SET state = 'dead', done_at = now()
+				WHERE id = ANY (ids)
+				    AND attempts >= p_max_attempts
+				RETURNING id, last_error
+			), a AS (
+				INSERT INTO audit_log (conversation_id, inbox_id,
+				    step, decision, reason, details)
+				SELECT cid, d.id, 'worker', 'dead', d.last_error,
+				    jsonb_build_object('max_attempts',
+					p_max_attempts, 'worker', p_worker,
+					'retaken', true)
+				FROM d
+			)
+			SELECT array_agg(id) INTO dead FROM d;
+			IF dead IS NOT NULL THEN
+				ids := ARRAY(SELECT unnest(ids) EXCEPT
+				    SELECT unnest(dead));
+				IF cardinality(ids) = 0 THEN
+					UPDATE conversations SET lease_owner = NULL,
+					    lease_until = NULL
+					WHERE id = cid;
+					CONTINUE;
+				END IF;
+				ids := ARRAY(SELECT id FROM inbox
+				    WHERE id = ANY (ids)
+				    ORDER BY coalesce(wa_timestamp, received_at),
+					received_at, id);
+				r := jsonb_set(r, '{inbox_ids}', to_jsonb(ids));
+			END IF;
+		END IF;
 		RETURN NEXT r || jsonb_build_object('context',
-		    mg_context((r ->> 'conversation_id')::bigint,
-			ARRAY(SELECT x::bigint FROM
-			    jsonb_array_elements_text(r -> 'inbox_ids') x),
-			p_history));
+		    mg_context(cid, ids, p_history));
 	END LOOP;
 END $$;
 

@@ -422,7 +422,8 @@ static void
 worker_claim(struct worker *w)
 {
 	char		 lease[16], win[16], lim[16], turns[16], per[16];
-	const char	*p[7];
+	char		 att[16];
+	const char	*p[8];
 	size_t		 room;
 
 	if (w->claiming) {
@@ -449,9 +450,11 @@ worker_claim(struct worker *w)
 	p[4] = turns;
 	p[5] = per;
 	p[6] = WORKER_HISTORY;
+	snprintf(att, sizeof att, "%d", w->cfg->max_attempts);
+	p[7] = att;
 	if (dbq_query(w->q, "SELECT mg_claim_turns($1, $2::int, $3::int, "
-	    "$4::int, $5::int, $6::int, $7::int)::text", 7, p, worker_claim_cb,
-	    w) == 0) {
+	    "$4::int, $5::int, $6::int, $7::int, $8::int)::text", 8, p,
+	    worker_claim_cb, w) == 0) {
 		w->claiming = true;
 		metrics_turn_claim_sent();
 	}

@@ -411,3 +411,28 @@ def test_objection_blocks_offer_until_resolved(h):
     send(h, "wamid.obj-3", "quero saber de vagas")
     settled(h, "wamid.obj-3")
     eq(conv(h, "pending_transition"), "oferta", "offer possible again")
+
+
+def test_message_that_keeps_killing_the_process_ends_dead(h):
+    """A turn that dies with its process MODEGATE_MAX_ATTEMPTS times (here
+    kill -9 while the LLM is answering) leaves its message dead, audited:
+    a message that crashes modegate does not crash every restart, and the
+    doctor's next message is answered."""
+    llm = ready(h, MODEGATE_LEASE_S="1", MODEGATE_MAX_ATTEMPTS="2")
+    llm.config(delay=30)
+    send(h, "wamid.px1", "mensagem que derruba o processo")
+    for n in (1, 2):
+        h.wait_until(lambda: len(llm_calls(llm)) >= n, 15,
+                     "LLM call %d" % n)
+        h.stop(sig=signal.SIGKILL)
+        h.start()
+    eq(settled(h, "wamid.px1"), "dead", "dead after dying with two turns")
+    eq(h.sql("SELECT a.decision, a.details ->> 'retaken' FROM audit_log a "
+             "JOIN inbox i ON i.id = a.inbox_id WHERE i.wamid = 'wamid.px1' "
+             "AND a.step = 'worker'"), [("dead", "true")], "audited")
+    eq(len(llm_calls(llm)), 2, "no third attempt")
+    llm.config(delay=0)
+    llm.script([{"text": "Oi! Como posso ajudar?"}])
+    send(h, "wamid.px2", "oi, voltei")
+    eq(settled(h, "wamid.px2"), "done", "the next message is answered")
+    eq(replies(h), ["Oi! Como posso ajudar?"], "one reply, to that one")

@@ -2,7 +2,7 @@
 -- receipt and the commit leasing their outbox rows to the sender.
 -- SPDX-License-Identifier: MIT
 BEGIN;
-SELECT plan(27);
+SELECT plan(37);
 
 CREATE FUNCTION pg_temp.msg(w text, s text, body text, age interval)
 RETURNS bigint LANGUAGE sql AS $$
@@ -24,7 +24,7 @@ $$;
 SELECT pg_temp.msg('r1', '5511977770001', 'oi', '10 s');
 SELECT pg_temp.msg('r2', '5511977770001', 'quero vagas', '9 s');
 SELECT pg_temp.msg('r3', '5511977770002', 'bom dia', '10 s');
-CREATE TEMP TABLE c AS SELECT j FROM mg_claim_turns('w1', 60, 2000, 10, 0, 60, 20) j;
+CREATE TEMP TABLE c AS SELECT j FROM mg_claim_turns('w1', 60, 2000, 10, 0, 60, 20, 5) j;
 SELECT is((SELECT count(*) FROM c), 2::bigint, 'claim: one row per due conversation');
 SELECT is((SELECT jsonb_path_query_array(j -> 'context' -> 'messages', '$[*].wamid')
     FROM c WHERE (j ->> 'conversation_id')::bigint = pg_temp.cid('5511977770001')),
@@ -75,7 +75,7 @@ SELECT is((SELECT r -> 'send' -> 0 ->> 'id' FROM cm), (SELECT r -> 'outbox_ids' 
 -- A reply behind a message still in flight waits; the sender's claim
 -- takes it later.
 SELECT pg_temp.msg('r4', '5511977770001', 'e ai?', '5 s');
-SELECT is((SELECT count(*) FROM mg_claim_turns('w1', 60, 0, 10, 0, 60, 20)), 1::bigint,
+SELECT is((SELECT count(*) FROM mg_claim_turns('w1', 60, 0, 10, 0, 60, 20, 5)), 1::bigint,
     'the next message is claimed');
 CREATE TEMP TABLE cm2 AS SELECT mg_commit_send('w1', pg_temp.cid('5511977770001'),
     pg_temp.reply('Segunda resposta'), 's1', 30, 5) AS r;
@@ -96,7 +96,7 @@ SELECT is((SELECT (r ->> 'ok') || '/' || (r -> 'send')::text FROM
 
 -- A human takes the chat over while a turn runs: no AI reply.
 SELECT pg_temp.msg('r5', '5511977770003', 'quero falar de vagas', '5 s');
-SELECT is((SELECT count(*) FROM mg_claim_turns('w1', 60, 0, 10, 0, 60, 20)), 1::bigint,
+SELECT is((SELECT count(*) FROM mg_claim_turns('w1', 60, 0, 10, 0, 60, 20, 5)), 1::bigint,
     'takeover: the turn is claimed');
 SELECT mg_takeover('5511977770003', 'ana', 'assumindo');
 CREATE TEMP TABLE cm3 AS SELECT mg_commit_send('w1', pg_temp.cid('5511977770003'),
@@ -116,13 +116,51 @@ SELECT is((SELECT state FROM inbox WHERE wamid = 'r5'), 'done',
 -- A turn that hands over itself (encaminhar_humano) still says so.
 SELECT pg_temp.msg('r6', '5511977770003', 'me passa pra alguem', '4 s');
 UPDATE conversations SET control = 'ai' WHERE id = pg_temp.cid('5511977770003');
-SELECT is((SELECT count(*) FROM mg_claim_turns('w1', 60, 0, 10, 0, 60, 20)), 1::bigint,
+SELECT is((SELECT count(*) FROM mg_claim_turns('w1', 60, 0, 10, 0, 60, 20, 5)), 1::bigint,
     'handoff: the next turn is claimed');
 UPDATE conversations SET control = 'human' WHERE id = pg_temp.cid('5511977770003');
 SELECT is(jsonb_array_length(mg_commit_send('w1', pg_temp.cid('5511977770003'),
     pg_temp.reply('Vou te passar para um colega') ||
     '{"conversation":{"control":"human"}}', 's1', 30, 5) -> 'outbox_ids'), 1,
     'handoff: a turn that set human control itself keeps its reply');
+
+-- A message whose turn keeps dying with its process ends dead.
+SELECT pg_temp.msg('p1', '5511977770004', 'mensagem que derruba', '9 s');
+SELECT pg_temp.msg('p2', '5511977770004', 'e outra depois', '8 s');
+SELECT is((SELECT count(*) FROM mg_claim_turns('w1', 60, 0, 10, 0, 60, 20, 3)), 1::bigint,
+    'poison: claimed');
+-- The process dies twice more with the same turn (leases expire, retaken).
+UPDATE conversations SET lease_until = now() - interval '1 s' WHERE id = pg_temp.cid('5511977770004');
+SELECT is((SELECT j -> 'inbox_ids' FROM mg_claim_turns('w2', 60, 0, 10, 0, 60, 20, 3) j),
+    (SELECT jsonb_agg(id ORDER BY id) FROM inbox WHERE wamid IN ('p1', 'p2')),
+    'poison: retaken once, still both messages');
+UPDATE conversations SET lease_until = now() - interval '1 s' WHERE id = pg_temp.cid('5511977770004');
+SELECT is((SELECT j -> 'inbox_ids' FROM mg_claim_turns('w3', 60, 0, 10, 0, 60, 20, 3) j),
+    (SELECT jsonb_agg(id ORDER BY id) FROM inbox WHERE wamid IN ('p1', 'p2')),
+    'poison: retaken twice, still both');
+UPDATE inbox SET attempts = 0 WHERE wamid = 'p2';	-- p2 came later: fewer deaths
+UPDATE conversations SET lease_until = now() - interval '1 s' WHERE id = pg_temp.cid('5511977770004');
+CREATE TEMP TABLE pz AS SELECT j FROM mg_claim_turns('w4', 60, 0, 10, 0, 60, 20, 3) j;
+SELECT is((SELECT state || '/' || attempts FROM inbox WHERE wamid = 'p1'), 'dead/3',
+    'poison: at max_attempts retakes the message is dead');
+SELECT is((SELECT j -> 'inbox_ids' FROM pz), (SELECT jsonb_agg(id) FROM inbox WHERE wamid = 'p2'),
+    'poison: the turn goes on with the other message');
+SELECT is((SELECT jsonb_path_query_array(j -> 'context' -> 'messages', '$[*].wamid') FROM pz),
+    '["p2"]', 'poison: and its context holds only that one');
+SELECT is((SELECT reason || '/' || (details ->> 'retaken') FROM audit_log
+    WHERE step = 'worker' AND decision = 'dead'
+    AND inbox_id = (SELECT id FROM inbox WHERE wamid = 'p1')),
+    'lease of w3 expired/true', 'poison: the dead message is audited with its last error');
+-- Alone, the dead message leaves no turn and no lease behind.
+SELECT pg_temp.msg('p3', '5511977770005', 'so esta', '9 s');
+SELECT is((SELECT count(*) FROM mg_claim_turns('w1', 60, 0, 10, 0, 60, 20, 1)), 1::bigint,
+    'poison alone: claimed');
+UPDATE conversations SET lease_until = now() - interval '1 s' WHERE id = pg_temp.cid('5511977770005');
+SELECT is((SELECT count(*) FROM mg_claim_turns('w2', 60, 0, 10, 0, 60, 20, 1)
+    WHERE (mg_claim_turns ->> 'conversation_id')::bigint = pg_temp.cid('5511977770005')), 0::bigint,
+    'poison alone: no turn');
+SELECT is((SELECT coalesce(lease_owner, '-') FROM conversations WHERE id = pg_temp.cid('5511977770005')),
+    '-', 'poison alone: the lease is released');
 
 SELECT * FROM finish();
 ROLLBACK;
