@@ -81,7 +81,9 @@ static const struct cf_entry cf_table[] = {
 	  OFF(llm_breaker_threshold), "consecutive LLM failures that open "
 	  "the circuit breaker (open 90 s, then one probe)" },
 	{ "MODEGATE_RULES_DIR", CF_STR, 0, MG_RULES_DIR, 0, 0, NULL, 0,
-	  OFF(rules_dir), "folder holding mode/ and policy/ rule files" },
+	  OFF(rules_dir), "folder holding mode/ and policy/ rule files; "
+	  "built in: $(PREFIX)/share/modegate of make install, else the "
+	  "source tree it was built in" },
 	{ "MODEGATE_LOG_LEVEL", CF_ENUM, 0, "info", 0, 0,
 	  "debug|info|warn|error", 0, OFF(log_level),
 	  "least severe level logged; message bodies only at debug" },
@@ -103,7 +105,8 @@ static const struct cf_entry cf_table[] = {
 	  OFF(max_age_hours), "inbound messages older than this are kept but "
 	  "not answered (audited)" },
 	{ "MODEGATE_MAX_ATTEMPTS", CF_INT, 0, "5", 1, 100, NULL, 0,
-	  OFF(max_attempts), "failed turns of a message before it is dead" },
+	  OFF(max_attempts), "turns of a message that failed or died with "
+	  "their process before it is dead" },
 	{ "MODEGATE_LEASE_S", CF_INT, 0, "60", 1, 3600, NULL, 0,
 	  OFF(lease_s), "lease of a turn on its conversation, seconds "
 	  "(renewed while the turn runs; a crashed process's turns are "
@@ -314,17 +317,25 @@ void
 config_print_table(void)
 {
 	const struct cf_entry	*e;
-	const char		*c;
+	const char		*c, *def;
 	size_t			 i;
+	int			 quote;
 
 	printf("| variable | default | accepted | secret | meaning |\n");
 	printf("|---|---|---|---|---|\n");
 	for (i = 0; i < CF_COUNT; i++) {
 		e = &cf_table[i];
-		printf("| `%s` | %s%s%s | ", e->name,
-		    e->def && *e->def ? "`" : "",
-		    e->required ? "(required)" : e->def && *e->def ? e->def :
-		    "(empty)", e->def && *e->def ? "`" : "");
+		def = e->required ? "(required)" : e->def && *e->def ? e->def :
+		    "(empty)";
+		quote = e->def && *e->def;
+		/* A path compiled in says where this binary was built: the
+		 * table (the README's) names the rule instead. */
+		if (e->off == OFF(rules_dir)) {
+			def = "(built in)";
+			quote = 0;
+		}
+		printf("| `%s` | %s%s%s | ", e->name, quote ? "`" : "", def,
+		    quote ? "`" : "");
 		switch (e->type) {
 		case CF_INT:
 			printf("%ld–%ld", e->min, e->max);
