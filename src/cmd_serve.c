@@ -26,22 +26,30 @@
 
 struct serve_state {
 	struct server	 srv;
+	struct worker	*worker;
 	struct event	*drain;
 	double		 stop_at;
 };
 
-/* While draining: exit the loop once nothing is queued or in flight. */
+/*
+ * While draining: exit the loop once nothing is queued or in flight --
+ * webhooks to commit, turns to commit (their leases would otherwise hold
+ * the doctor's conversation until they expire), posts to record.
+ */
 static void
 serve_drain_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct serve_state	*st = arg;
-	size_t			 left = ingest_pending(st->srv.ingest) +
-				    sender_inflight(st->srv.sender);
+	size_t			 req = ingest_pending(st->srv.ingest);
+	size_t			 turns = worker_inflight(st->worker);
+	size_t			 posts = sender_inflight(st->srv.sender);
 
-	if (left == 0 || server_now() > st->stop_at) {
-		if (left > 0)
-			log_warnx("serve: %zu requests unanswered at exit",
-			    left);
+	if (req + turns + posts == 0 || server_now() > st->stop_at) {
+		if (req + turns + posts > 0)
+			log_warnx("serve: at exit %zu requests unanswered, %zu "
+			    "turns unfinished (retaken when their lease "
+			    "expires), %zu posts unrecorded", req, turns,
+			    posts);
 		event_base_loopexit(st->srv.base, NULL);
 	}
 }
@@ -63,6 +71,7 @@ serve_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	log_info("serve: signal %d, stopping", (int)sig);
 	http_stop_accepting(&st->srv);
+	worker_drain(st->worker);
 	sender_drain(st->srv.sender);
 	st->stop_at = server_now() + DRAIN_MAX_S;
 	st->drain = event_new(st->srv.base, -1, EV_PERSIST, serve_drain_tick,
@@ -160,6 +169,7 @@ cmd_serve(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if ((worker = worker_new(st.srv.base, &cfg)) == NULL)
 		goto done;
+	st.worker = worker;
 	sigint = evsignal_new(st.srv.base, SIGINT, serve_signal, &st);
 	sigterm = evsignal_new(st.srv.base, SIGTERM, serve_signal, &st);
 	if (sigint == NULL || sigterm == NULL || event_add(sigint, NULL) ||

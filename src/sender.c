@@ -541,7 +541,9 @@ sender_lease(const char **owner, int *lease_s, int *room)
 		return -1;
 	*owner = s->worker;
 	*lease_s = s->lease_s;
-	*room = !s->tpl_done || s->paused || s->draining ||
+	/* Draining takes them too: the turns still in flight at a
+	 * graceful stop get their replies out before it exits. */
+	*room = !s->tpl_done || s->paused ||
 	    s->inflight >= (size_t)s->concurrency ? 0 :
 	    s->concurrency - (int)s->inflight;
 	return 0;

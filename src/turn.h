@@ -34,6 +34,7 @@ struct worker {
 	struct event		*kick;
 	bool			 claiming;
 	bool			 again;		/* claim again when done */
+	bool			 draining;	/* shutdown: claim no more */
 	size_t			 inflight;
 	struct turn		*turns;		/* list of turns in flight */
 };

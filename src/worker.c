@@ -426,6 +426,8 @@ worker_claim(struct worker *w)
 	const char	*p[8];
 	size_t		 room;
 
+	if (w->draining)
+		return;
 	if (w->claiming) {
 		w->again = true;
 		return;
@@ -487,6 +489,13 @@ size_t
 worker_inflight(const struct worker *w)
 {
 	return w != NULL ? w->inflight : 0;
+}
+
+void
+worker_drain(struct worker *w)
+{
+	if (w != NULL)
+		w->draining = true;
 }
 
 /* Read a whole text file; NULL on failure (logged). */

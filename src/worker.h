@@ -33,4 +33,7 @@ void		 worker_kick(void);
 /* Turns in flight. */
 size_t		 worker_inflight(const struct worker *);
 
+/* Stop claiming (shutdown): the turns in flight go on to their commit. */
+void		 worker_drain(struct worker *);
+
 #endif

@@ -446,3 +446,18 @@ def test_concurrency_caps_posts_of_leased_rows(h, g):
         cur += d
         peak = max(peak, cur)
     eq(peak, 2, "at most two posts open at once, and both slots used")
+
+
+@with_graph
+def test_368_blocked_account_pauses_the_sender(h, g):
+    serve(h, g)
+    g.script({"status": 403, "code": 368})
+    a = text(h, conv(h, "5511988887777"), "Oi A")
+    wait_state(h, a, "failed")
+    b = text(h, conv(h, "5511977776666"), "Oi B")
+    h.wait_until(lambda: h.get("/readyz")[0] == 503, 5, "not ready")
+    assert b"368" in h.get("/readyz")[1]
+    assert 'modegate_sender_paused{reason="368"} 1' in metrics(h)
+    time.sleep(1)
+    eq(len(g.requests()), 1, "nothing more posted")
+    eq(state(h, b), "pending", "the other row waits for the restart")

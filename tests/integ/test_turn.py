@@ -436,3 +436,48 @@ def test_message_that_keeps_killing_the_process_ends_dead(h):
     send(h, "wamid.px2", "oi, voltei")
     eq(settled(h, "wamid.px2"), "done", "the next message is answered")
     eq(replies(h), ["Oi! Como posso ajudar?"], "one reply, to that one")
+
+
+def test_llm_outage_hands_off_when_configured(h):
+    llm = ready(h, LLM_TIMEOUT="5", LLM_FALLBACK="handoff")
+    llm.script([{"status": 500}] * 3)
+    send(h, "wamid.oh1", "Oi, boa tarde")
+    eq(settled(h, "wamid.oh1", 30), "done", "message kept and done")
+    eq(len(llm_calls(llm)), 3, "three attempts")
+    eq(replies(h), [], "no AI reply: a person answers")
+    eq((conv(h, "control"), conv(h, "control_updated_by")),
+       ("human", "llm_unavailable"), "handed to a human")
+    eq(audit(h, "llm")[-1][:2], ("handoff", "llm_unavailable"), "audited")
+    llm.reset()
+    send(h, "wamid.oh2", "alguem ai?")
+    eq(settled(h, "wamid.oh2"), "done", "the next message is stored")
+    eq(llm_calls(llm), [], "no LLM call while a human has the chat")
+
+
+def test_long_reply_cut_to_whatsapps_limit(h):
+    llm = ready(h)
+    text = "Oi! " + "Que bom falar com você. " * 200     # 4,804 characters
+    llm.script([{"text": text}])
+    send(h, "wamid.lr1", "Oi")
+    eq(settled(h, "wamid.lr1"), "done", "turn")
+    r = replies(h)
+    eq(len(r), 1, "one message")
+    eq(len(r[0]), 4096, "cut at 4,096 characters (not bytes)")
+    assert text.startswith(r[0]), r[0][:80]
+
+
+def test_graceful_stop_finishes_the_turn_in_flight(h):
+    """SIGTERM while the LLM answers: no new turn starts, the one in
+    flight commits and its reply is recorded before exit (its lease
+    would otherwise hold the conversation until it expires)."""
+    llm = ready(h)
+    llm.script([{"text": "Oi! Qual sua especialidade?", "delay": 1.5}])
+    send(h, "wamid.gs1", "Oi, boa tarde")
+    h.wait_until(lambda: len(llm_calls(llm)) == 1, 10, "the LLM is called")
+    eq(h.stop(), 0, "clean exit")
+    eq(h.sql1("SELECT state FROM inbox WHERE wamid = 'wamid.gs1'"), "done",
+       "the turn committed before exit")
+    eq(h.sql("SELECT kind, state FROM outbox ORDER BY id"),
+       [("read", "dry_run"), ("text", "dry_run")],
+       "the receipt and the reply recorded")
+    eq(conv(h, "lease_owner"), None, "no lease left behind")
