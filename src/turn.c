@@ -503,10 +503,13 @@ turn_prepare(struct turn *t)
 	turn_persist_state(t);
 	metrics_turn_step(MT_PIPELINE, t->mt_mark);
 	t->outcome = "silent";
+	/* Every reply marks the message it answers as read. */
+	if (t->canned != NULL || (!t->blocked && (t->answer || t->ask_text)))
+		turn_enqueue_read(t);
 	if (t->canned != NULL)
 		turn_reply(t, turn_text(t->w, t->canned), t->canned);
 	else if (!t->blocked && t->answer) {
-		turn_enqueue_read(t);
+		turn_llm_start(t);
 		return;
 	} else if (!t->blocked && t->ask_text)
 		turn_reply(t, turn_text(t->w, "ask_text"), "ask_text");

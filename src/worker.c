@@ -275,9 +275,9 @@ turn_read_cb(PGresult *res, const char *err, void *arg)
 	turn_release(t);
 }
 
-/* Mark the last message as read (typing indicator) and call the LLM
- * meanwhile; the commit waits for the receipt's row, so it comes first
- * in the outbox. */
+/* Mark the last message as read (typing indicator); the turn goes on
+ * meanwhile (the LLM), and its commit waits for the receipt's row, so it
+ * comes first in the outbox. */
 void
 turn_enqueue_read(struct turn *t)
 {
@@ -295,7 +295,6 @@ turn_enqueue_read(struct turn *t)
 		return;
 	}
 	t->reading = true;
-	turn_llm_start(t);
 }
 
 /* mg_renew_lease answered. */

@@ -325,6 +325,9 @@ def test_media_asks_for_text(h):
     r = replies(h)
     eq(len(r), 1, "one reply")
     assert "texto" in r[0], r
+    eq(h.sql("SELECT kind, payload ->> 'message_id' FROM outbox ORDER BY id"),
+       [("read", "wamid.img"), ("text", None)],
+       "the image is marked read, then answered")
     send(h, "wamid.rx", mtype="reaction",
          extra={"reaction": {"message_id": "wamid.img", "emoji": "👍"}})
     settled(h, "wamid.rx")
