@@ -7,6 +7,11 @@
 -- a time and in order, read receipts never waiting, a closed 24-hour
 -- window sending text down the template path) hold for both: they live
 -- in mg_lease_outbox below, which mg_claim_outbox now calls.
+--
+-- Also: a message whose turn keeps dying with its process ends dead
+-- (mg_claim_turns); a reply is withheld when a human took the chat over
+-- while its turn ran (mg_commit_send); an outcome recorded without its
+-- shift is tied to the conversation's latest bridge (mg_funnel_bridge).
 -- SPDX-License-Identifier: MIT
 
 -- mg_lease_outbox(worker, lease_seconds, limit, conversation_id): lease
@@ -270,3 +275,29 @@ BEGIN
 	RETURN mg_lease_send(mg_commit_turn(p_worker, p_conversation_id, turn),
 	    p_sender, p_send_lease_seconds, p_send_limit, p_conversation_id);
 END $$;
+
+-- Funnel rows of an outcome written without their shift (the router
+-- reads "fechei" in the doctor's words, not which shift it was) belong
+-- to the conversation's latest bridge: its vaga and, when not given, its
+-- responsible person.
+CREATE FUNCTION mg_funnel_bridge() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+	b	record;
+BEGIN
+	SELECT h.vaga_id, v.responsavel_nome INTO b
+	FROM handoffs h JOIN vagas v ON v.id = h.vaga_id
+	WHERE h.conversation_id = NEW.conversation_id
+	ORDER BY h.created_at DESC, h.id DESC LIMIT 1;
+	IF FOUND THEN
+		NEW.vaga_id := b.vaga_id;
+		NEW.responsavel := coalesce(NEW.responsavel, b.responsavel_nome);
+	END IF;
+	RETURN NEW;
+END $$;
+
+CREATE TRIGGER funnel_events_bridge BEFORE INSERT ON funnel_events
+	FOR EACH ROW WHEN (NEW.vaga_id IS NULL AND NEW.status IN
+	    ('aguardando_desfecho', 'fechado_com_responsavel', 'nao_fechou',
+	    'sem_resposta'))
+	EXECUTE FUNCTION mg_funnel_bridge();

@@ -2,7 +2,7 @@
 -- receipt and the commit leasing their outbox rows to the sender.
 -- SPDX-License-Identifier: MIT
 BEGIN;
-SELECT plan(37);
+SELECT plan(40);
 
 CREATE FUNCTION pg_temp.msg(w text, s text, body text, age interval)
 RETURNS bigint LANGUAGE sql AS $$
@@ -161,6 +161,24 @@ SELECT is((SELECT count(*) FROM mg_claim_turns('w2', 60, 0, 10, 0, 60, 20, 1)
     'poison alone: no turn');
 SELECT is((SELECT coalesce(lease_owner, '-') FROM conversations WHERE id = pg_temp.cid('5511977770005')),
     '-', 'poison alone: the lease is released');
+
+-- An outcome without its shift belongs to the latest bridge.
+INSERT INTO conversations (phone_number_id, wa_id) VALUES ('PN9', '5511977770009');
+INSERT INTO handoffs (conversation_id, vaga_id)
+SELECT pg_temp.cid('5511977770009'), id FROM vagas ORDER BY id LIMIT 2;
+INSERT INTO funnel_events (conversation_id, status, metadata)
+VALUES (pg_temp.cid('5511977770009'), 'fechado_com_responsavel', '{"origem":"desfecho_relatado"}'),
+       (pg_temp.cid('5511977770009'), 'interesse_confirmado', '{}'),
+       (pg_temp.cid('5511977770003'), 'nao_fechou', '{}');
+SELECT is((SELECT (vaga_id = (SELECT max(id) FROM (SELECT id FROM vagas ORDER BY id LIMIT 2) v))
+    || '/' || (responsavel = (SELECT responsavel_nome FROM vagas WHERE id = f.vaga_id))
+    FROM funnel_events f WHERE conversation_id = pg_temp.cid('5511977770009')
+    AND status = 'fechado_com_responsavel'), 'true/true',
+    'funnel: an outcome takes the latest bridge''s shift and responsible person');
+SELECT is((SELECT vaga_id FROM funnel_events WHERE conversation_id = pg_temp.cid('5511977770009')
+    AND status = 'interesse_confirmado'), NULL, 'funnel: interest stays without a shift');
+SELECT is((SELECT vaga_id FROM funnel_events WHERE conversation_id = pg_temp.cid('5511977770003')
+    AND status = 'nao_fechou'), NULL, 'funnel: no bridge, no shift');
 
 SELECT * FROM finish();
 ROLLBACK;
