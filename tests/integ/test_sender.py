@@ -230,23 +230,30 @@ def test_130429_backs_off_then_sends(h, g):
             in metrics(h))
 
 
-@with_graph
-def test_190_fails_the_row_and_pauses_the_sender(h, g):
+def paused_by(h, g, status, code):
+    """A stop error fails its row and pauses the sender: readiness and
+    metrics say why, the next row waits. Returns that row's id."""
     serve(h, g)
-    g.script({"status": 401, "code": 190})
+    g.script({"status": status, "code": code})
     a = text(h, conv(h, "5511988887777"), "Oi A")
     wait_state(h, a, "failed")
     b = text(h, conv(h, "5511977776666"), "Oi B")
     h.wait_until(lambda: h.get("/readyz")[0] == 503, 5, "not ready")
     st, body = h.get("/readyz")
-    assert b"190" in body and b"paused" in body, body
+    assert str(code).encode() in body and b"paused" in body, body
     m = metrics(h)
-    assert 'modegate_sender_paused{reason="190"} 1' in m, m
-    assert 'modegate_sends_total{outcome="failed",code="190"} 1' in m
+    assert 'modegate_sender_paused{reason="%d"} 1' % code in m, m
+    assert 'modegate_sends_total{outcome="failed",code="%d"} 1' % code in m
     assert "modegate_ready 0" in m
     time.sleep(1)
     eq(len(g.requests()), 1, "nothing more posted")
     eq(state(h, b), "pending", "the other row waits")
+    return b
+
+
+@with_graph
+def test_190_fails_the_row_and_pauses_the_sender(h, g):
+    b = paused_by(h, g, 401, 190)
     # A restart (with a new token) resumes sending.
     h.restart()
     wait_state(h, b, "sent")
@@ -450,14 +457,4 @@ def test_concurrency_caps_posts_of_leased_rows(h, g):
 
 @with_graph
 def test_368_blocked_account_pauses_the_sender(h, g):
-    serve(h, g)
-    g.script({"status": 403, "code": 368})
-    a = text(h, conv(h, "5511988887777"), "Oi A")
-    wait_state(h, a, "failed")
-    b = text(h, conv(h, "5511977776666"), "Oi B")
-    h.wait_until(lambda: h.get("/readyz")[0] == 503, 5, "not ready")
-    assert b"368" in h.get("/readyz")[1]
-    assert 'modegate_sender_paused{reason="368"} 1' in metrics(h)
-    time.sleep(1)
-    eq(len(g.requests()), 1, "nothing more posted")
-    eq(state(h, b), "pending", "the other row waits for the restart")
+    paused_by(h, g, 403, 368)
