@@ -33,6 +33,10 @@ run() {
 	fi
 	grep -E '^not ok ' "$log" | grep -v '# SKIP' | sed "s/^/  /"
 	if [ "$f" != 0 ] || [ "${VERBOSE:-0}" = 1 ]; then
+		# each failure with the diagnostics after it, then the tail
+		awk '/^not ok / && !/# SKIP/ { n = 40; print; next }
+		    n > 0 && /^#/ { n--; print; next } { n = 0 }' "$log" |
+		    sed 's/^/    ! /'
 		sed 's/^/    | /' "$log" | tail -60
 	fi
 	if [ "$k" -gt 0 ]; then echo "$name: $p passed, $f failed, $k skipped"; else echo "$name: $p passed, $f failed"; fi
