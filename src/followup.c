@@ -198,6 +198,24 @@ followup_tick(evutil_socket_t fd, short what, void *arg)
 		f->busy = 1;
 }
 
+/* The first pass, a second after the start: while the pool it opens is
+ * still connecting, look again shortly (not a whole period later, and
+ * no warning of an outage). */
+static void
+followup_first(evutil_socket_t fd, short what, void *arg)
+{
+	struct followup	*f = arg;
+	struct timeval	 tv = { 0, 200000 };
+
+	if (f->db == NULL)
+		f->db = dbq_new(f->base, f->cfg->database_url, 1);
+	if (f->db != NULL && !dbq_up(f->db)) {
+		evtimer_add(f->first, &tv);
+		return;
+	}
+	followup_tick(fd, what, arg);
+}
+
 /* A delay in seconds: the _S override when set, else hours. */
 static void
 followup_delay(char *buf, size_t len, int s, int h)
@@ -243,7 +261,7 @@ followup_new(struct event_base *base, const struct config *cfg,
 	}
 	if ((f->timer = event_new(base, -1, EV_PERSIST, followup_tick, f)) ==
 	    NULL || event_add(f->timer, &tv) == -1 ||
-	    (f->first = evtimer_new(base, followup_tick, f)) == NULL ||
+	    (f->first = evtimer_new(base, followup_first, f)) == NULL ||
 	    evtimer_add(f->first, &soon) == -1)
 		goto fail;
 	log_info("followup: sweep every %d s; follow-up %s s after a bridge, "
