@@ -35,6 +35,7 @@ struct worker {
 	bool			 claiming;
 	bool			 again;		/* claim again when done */
 	bool			 draining;	/* shutdown: claim no more */
+	bool			 claim_err;	/* the last claim failed */
 	size_t			 inflight;
 	struct turn		*turns;		/* list of turns in flight */
 };

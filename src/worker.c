@@ -401,11 +401,20 @@ worker_claim_cb(PGresult *res, const char *err, void *arg)
 
 	w->claiming = false;
 	metrics_turn_claim_done();
-	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
-		log_warnx("worker: claim failed: %s", err != NULL ? err :
-		    res != NULL ? PQresultErrorMessage(res) : "no result");
-	else
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
+		/* Once until a claim works again: the tick retries 5 times
+		 * a second. */
+		if (!w->claim_err)
+			log_warnx("worker: claim failed: %s", err != NULL ?
+			    err : res != NULL ? PQresultErrorMessage(res) :
+			    "no result");
+		w->claim_err = true;
+	} else {
+		if (w->claim_err)
+			log_info("worker: claims work again");
+		w->claim_err = false;
 		n = PQntuples(res);
+	}
 	for (i = 0; i < n; i++) {
 		if ((row = json_tokener_parse(PQgetvalue(res, i, 0))) == NULL)
 			continue;
