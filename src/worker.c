@@ -153,22 +153,18 @@ turn_fail(struct turn *t, const char *error)
 
 /*
  * Hand the rows an answer leased to our sender ("send") to it; when
- * some rows it created (ids_key) were not among them (the sender was
- * full, or the conversation has an earlier message in flight), the
- * sender's own claim takes them.
+ * fewer than the made rows came (the sender was full, the conversation
+ * has an earlier message in flight, the window closed), the sender's own
+ * claim takes the rest.
  */
 static void
-turn_send(json_object *o, const char *ids_key)
+turn_send(json_object *o, size_t made)
 {
-	json_object	*send = NULL, *ids;
-	size_t		 made = 1;
+	json_object	*send = NULL;
 
 	json_object_object_get_ex(o, "send", &send);
 	sender_take(send);
-	if (json_object_object_get_ex(o, ids_key, &ids))
-		made = json_object_is_type(ids, json_type_array) ?
-		    json_object_array_length(ids) : 1;
-	if (send == NULL || !json_object_is_type(send, json_type_array) ||
+	if (!json_object_is_type(send, json_type_array) ||
 	    json_object_array_length(send) < made)
 		sender_kick();
 }
@@ -212,7 +208,8 @@ turn_commit_cb(PGresult *res, const char *err, void *arg)
 		log_warnx("worker: conversation %s: lease lost, turn dropped",
 		    t->conv_s);
 	} else {
-		turn_send(o, "outbox_ids");
+		turn_send(o, json_object_object_get_ex(o, "outbox_ids", &v) ?
+		    json_object_array_length(v) : 0);
 		metrics_turn_step(MT_COMMIT, t->mt_mark);
 		metrics_turn_step(MT_TOTAL, t->mt_start);
 		metrics_turn_result("committed");
@@ -266,7 +263,7 @@ turn_read_cb(PGresult *res, const char *err, void *arg)
 	    !json_object_get_boolean(v))
 		turn_finish(t);		/* lease lost: someone else redoes it */
 	else
-		turn_send(o, "outbox_id");	/* read + typing indicator */
+		turn_send(o, 1);	/* read + typing indicator */
 	if (t->commit_due) {
 		t->commit_due = false;
 		turn_commit(t);
