@@ -177,7 +177,7 @@ DECLARE
 	r	jsonb;
 	cid	bigint;
 	ids	bigint[];
-	dead	bigint[];
+	ndead	int;
 BEGIN
 	FOR r IN SELECT * FROM mg_claim_limited(p_worker, p_lease_seconds,
 	    p_window_ms, p_limit, p_turns, p_window_s) LOOP
@@ -199,18 +199,15 @@ BEGIN
 					'retaken', true)
 				FROM d
 			)
-			SELECT array_agg(id) INTO dead FROM d;
-			IF dead IS NOT NULL THEN
-				ids := ARRAY(SELECT unnest(ids) EXCEPT
-				    SELECT unnest(dead));
-				IF cardinality(ids) = 0 THEN
-					UPDATE conversations SET lease_owner = NULL,
-					    lease_until = NULL
-					WHERE id = cid;
-					CONTINUE;
-				END IF;
+			SELECT count(*) INTO ndead FROM d;
+			IF ndead = cardinality(ids) THEN
+				UPDATE conversations SET lease_owner = NULL,
+				    lease_until = NULL
+				WHERE id = cid;
+				CONTINUE;
+			ELSIF ndead > 0 THEN
 				ids := ARRAY(SELECT id FROM inbox
-				    WHERE id = ANY (ids)
+				    WHERE id = ANY (ids) AND state = 'claimed'
 				    ORDER BY coalesce(wa_timestamp, received_at),
 					received_at, id);
 				r := jsonb_set(r, '{inbox_ids}', to_jsonb(ids));
