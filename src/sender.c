@@ -254,6 +254,7 @@ sender_record_done(PGresult *res, const char *err, void *arg)
 	struct sender		*s = row->s;
 	struct timeval		 tv = { 1, 0 };
 	const char		*v;
+	int			 kick;
 
 	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
 		log_warnx("sender: outbox %s: result not recorded: %s",
@@ -271,8 +272,15 @@ sender_record_done(PGresult *res, const char *err, void *arg)
 	v = PQntuples(res) > 0 ? PQgetvalue(res, 0, 0) : "";
 	if (strstr(v, "\"ok\": true") == NULL)
 		log_warnx("sender: outbox %s: %s", row->id, v);
+	/* Claim again when this may let something go: a message done
+	 * frees its conversation's next one; a slot freed by a full sender
+	 * serves a waiting row or one left pending for want of room. A
+	 * read receipt of a sender with room holds back nothing. */
+	kick = strcmp(row->kind, "read") != 0 || s->nwaiting > 0 ||
+	    s->inflight >= (size_t)s->concurrency;
 	sender_row_free(row);
-	event_active(s->kick, EV_TIMEOUT, 0);
+	if (kick)
+		event_active(s->kick, EV_TIMEOUT, 0);
 }
 
 /* Record row->result with mg_outbox_result. */
