@@ -78,13 +78,12 @@ norm_word(struct norm_out *o, const char *w)
 	norm_put(o, ' ');
 }
 
-/* Decode one UTF-8 sequence at s (n bytes left); stores its length in
- * *adv and returns the code point, or -1 for an invalid byte. */
-static int32_t
+int32_t
 utf8_decode(const unsigned char *s, size_t n, size_t *adv)
 {
-	size_t		need, i;
-	uint32_t	cp;
+	static const uint32_t	least[] = { 0, 0x80, 0x800, 0x10000 };
+	size_t			need, i;
+	uint32_t		cp;
 
 	*adv = 1;
 	if (s[0] < 0x80)
@@ -107,6 +106,10 @@ utf8_decode(const unsigned char *s, size_t n, size_t *adv)
 			return -1;
 		cp = (cp << 6) | (s[i] & 0x3F);
 	}
+	/* Overlong forms, surrogates and beyond U+10FFFF are not UTF-8. */
+	if (cp < least[need] || cp > 0x10FFFF || (cp >= 0xD800 &&
+	    cp <= 0xDFFF))
+		return -1;
 	*adv = need + 1;
 	return (int32_t)cp;
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "../mode/normalize.h"
 
 static enum log_level	log_min = LOG_INFO;
 static int		log_json;
@@ -57,39 +58,6 @@ log_put(struct log_line *l, const char *s, size_t n)
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if none. */
-static size_t
-log_utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned int	cp;
-	size_t		k, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		k = 2;
-		cp = s[0] & 0x1f;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		k = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		k = 4;
-		cp = s[0] & 0x07;
-	} else
-		return 0;
-	if (k > n)
-		return 0;
-	for (i = 1; i < k; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((k == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (k == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return k;
-}
-
 /*
  * Append s so that the event stays on one line whatever it holds (libpq's
  * messages span lines): in JSON as a string body (no quotes), with bytes
@@ -102,19 +70,18 @@ log_escape(struct log_line *l, const char *s)
 {
 	const unsigned char	*p = (const unsigned char *)s;
 	size_t			 n = strlen(s), k;
+	int32_t			 cp;
 	char			 e[8];
 	int			 r;
 
 	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r'))
 		n--;
 	for (; n > 0; p += k, n -= k) {
-		k = log_utf8_len(p, n);
-		if (k > 1 || (k == 1 && *p >= 0x20 && *p != 0x7f &&
-		    (!log_json || (*p != '"' && *p != '\\')))) {
+		cp = utf8_decode(p, n, &k);
+		if (cp >= 0x20 && cp != 0x7f &&
+		    (!log_json || (cp != '"' && cp != '\\'))) {
 			r = log_put(l, (const char *)p, k);
 		} else {
-			if (k == 0)
-				k = 1;
 			if (*p == '\n')
 				r = snprintf(e, sizeof e, "\\n");
 			else if (*p == '\r')

@@ -82,6 +82,30 @@ test_invalid_utf8_and_bounds(void **state)
 	assert_int_equal(text_normalize("x", 1, out, 0), 0);
 }
 
+/* utf8_decode, shared with the log: only well-formed UTF-8 decodes. */
+static void
+test_utf8_decode(void **state)
+{
+	size_t	adv;
+
+	assert_int_equal(utf8_decode((const unsigned char *)"\xc3\xa3", 2,
+	    &adv), 0xe3);
+	assert_int_equal(adv, 2);
+	assert_int_equal(utf8_decode((const unsigned char *)
+	    "\xf0\x9f\x91\x8d", 4, &adv), 0x1f44d);
+	assert_int_equal(adv, 4);
+	/* overlong "/", a surrogate, past U+10FFFF, cut short */
+	assert_int_equal(utf8_decode((const unsigned char *)"\xc0\xaf", 2,
+	    &adv), -1);
+	assert_int_equal(adv, 1);
+	assert_int_equal(utf8_decode((const unsigned char *)"\xed\xa0\x80",
+	    3, &adv), -1);
+	assert_int_equal(utf8_decode((const unsigned char *)
+	    "\xf4\x90\x80\x80", 4, &adv), -1);
+	assert_int_equal(utf8_decode((const unsigned char *)"\xc3\xa3", 1,
+	    &adv), -1);
+}
+
 int
 main(void)
 {
@@ -91,6 +115,7 @@ main(void)
 		cmocka_unit_test(test_emoji),
 		cmocka_unit_test(test_repeated_letters),
 		cmocka_unit_test(test_invalid_utf8_and_bounds),
+		cmocka_unit_test(test_utf8_decode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
