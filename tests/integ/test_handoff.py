@@ -9,7 +9,7 @@ import json
 from harness import eq
 from test_ops import cli
 from test_turn import (DOCTOR, audit, conv, llm_calls, ready, replies, send,
-                       settled, tools_offered)
+                       settled, silent_under_human, tools_offered)
 
 HANDOFF_TEXT = "Claro! Vou te passar para um colega da equipe, ele já te " \
                "chama por aqui."
@@ -54,12 +54,8 @@ def test_encaminhar_humano_hands_off_until_release(h):
         5, "the handoff reply is sent (dry-run: no token)")
 
     # Under human control: stored, audited, no LLM call, no reply.
-    llm.reset()
-    send(h, "wamid.eh3", "Oi? Alguém aí?")
-    eq(settled(h, "wamid.eh3"), "done", "stored under human control")
-    eq(llm_calls(llm), [], "no LLM call")
-    eq(len(replies(h)), 2, "no AI reply")
-    eq(audit(h, "control")[-1][:2], ("human", "store_only"), "audited")
+    silent_under_human(h, llm, "wamid.eh3", "Oi? Alguém aí?")
+    eq(len(replies(h)), 2, "still two replies")
 
     # The operator gives the chat back.
     rc, out, err = cli(h, "release", DOCTOR, "--by", "ana")

@@ -9,7 +9,8 @@ import json
 import subprocess
 
 from harness import eq
-from test_turn import DOCTOR, llm_calls, ready, replies, send, settled
+from test_turn import (DOCTOR, llm_calls, ready, replies, send, settled,
+                       silent_under_human)
 
 FLAG = "conversation_mode_enabled"
 
@@ -184,10 +185,7 @@ def test_takeover_silences_release_restores(h):
     eq(len(replies(h)), 1, "the AI answered")
     rc, out, err = cli(h, "takeover", DOCTOR, "--by", "ana")
     eq(rc, 0, "takeover: " + err)
-    llm.reset()
-    send(h, "wamid.op2", "Segredo: só falo com a Ana")
-    eq(settled(h, "wamid.op2"), "done", "stored under human control")
-    eq(llm_calls(llm), [], "no LLM call while a human has the chat")
+    silent_under_human(h, llm, "wamid.op2", "Segredo: só falo com a Ana")
     eq(len(replies(h)), 1, "no AI reply")
     rc, out, err = cli(h, "release", DOCTOR, "--by", "ana")
     eq(rc, 0, "release: " + err)

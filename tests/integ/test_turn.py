@@ -255,17 +255,25 @@ def test_llm_outage_fallback_reply(h):
     eq(audit(h, "llm")[0][:2], ("error", "server"), "audited")
 
 
+def silent_under_human(h, llm, wamid, text):
+    """A message while a human has the chat: stored and audited, no LLM
+    call, no reply."""
+    before = len(replies(h))
+    llm.reset()
+    send(h, wamid, text)
+    eq(settled(h, wamid), "done", "stored under human control")
+    eq(llm_calls(llm), [], "no LLM call while a human has the chat")
+    eq(len(replies(h)), before, "no AI reply")
+    eq(audit(h, "control")[-1][:2], ("human", "store_only"), "audited")
+
+
 def test_human_control_no_llm_no_reply(h):
     llm = ready(h)
     send(h, "wamid.h0", "Oi")
     settled(h, "wamid.h0")
     h.sql("UPDATE conversations SET control = 'human'")
-    llm.reset()
-    send(h, "wamid.h1", "Quero saber de vagas!")
-    eq(settled(h, "wamid.h1"), "done", "stored")
-    eq(llm_calls(llm), [], "no LLM call")
+    silent_under_human(h, llm, "wamid.h1", "Quero saber de vagas!")
     eq(len(replies(h)), 1, "only the first reply")
-    eq(audit(h, "control")[-1][:2], ("human", "store_only"), "audited")
 
 
 def test_opt_out_confirmed_once_then_silence(h):
@@ -451,10 +459,7 @@ def test_llm_outage_hands_off_when_configured(h):
     eq((conv(h, "control"), conv(h, "control_updated_by")),
        ("human", "llm_unavailable"), "handed to a human")
     eq(audit(h, "llm")[-1][:2], ("handoff", "llm_unavailable"), "audited")
-    llm.reset()
-    send(h, "wamid.oh2", "alguem ai?")
-    eq(settled(h, "wamid.oh2"), "done", "the next message is stored")
-    eq(llm_calls(llm), [], "no LLM call while a human has the chat")
+    silent_under_human(h, llm, "wamid.oh2", "alguem ai?")
 
 
 def test_long_reply_cut_to_whatsapps_limit(h):
