@@ -146,7 +146,6 @@ cmd_serve(int argc, char **argv)
 	struct serve_state	 st;
 	struct config		 cfg;
 	struct event		*sigint = NULL, *sigterm = NULL;
-	struct worker		*worker = NULL;
 	struct followup		*fu = NULL;
 	int			 rc, fu_off;
 
@@ -167,9 +166,8 @@ cmd_serve(int argc, char **argv)
 	if ((st.srv.sender = sender_new(st.srv.base, &cfg)) == NULL)
 		goto done;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if ((worker = worker_new(st.srv.base, &cfg)) == NULL)
+	if ((st.worker = worker_new(st.srv.base, &cfg)) == NULL)
 		goto done;
-	st.worker = worker;
 	sigint = evsignal_new(st.srv.base, SIGINT, serve_signal, &st);
 	sigterm = evsignal_new(st.srv.base, SIGTERM, serve_signal, &st);
 	if (sigint == NULL || sigterm == NULL || event_add(sigint, NULL) ||
@@ -183,7 +181,7 @@ cmd_serve(int argc, char **argv)
 	rc = 0;
 done:
 	followup_free(fu);
-	worker_free(worker);
+	worker_free(st.worker);
 	http_free(&st.srv);
 	if (st.drain != NULL)
 		event_free(st.drain);
