@@ -379,7 +379,7 @@ def test_mark_as_read_posts_read_and_typing(h, g):
        "no wamid for a read receipt")
 
 
-def inbound(wamid, text, sender="5511988887777"):
+def inbound(wamid, text, sender="5511988887777", ts=None):
     return {"object": "whatsapp_business_account", "entry": [{
         "id": "1", "changes": [{"field": "messages", "value": {
             "messaging_product": "whatsapp",
@@ -387,7 +387,7 @@ def inbound(wamid, text, sender="5511988887777"):
                          "phone_number_id": PNID},
             "contacts": [{"profile": {"name": "Ana"}, "wa_id": sender}],
             "messages": [{"from": sender, "id": wamid,
-                          "timestamp": str(int(time.time())),
+                          "timestamp": str(int(ts or time.time())),
                           "type": "text", "text": {"body": text}}]}}]}]}
 
 
@@ -458,3 +458,22 @@ def test_concurrency_caps_posts_of_leased_rows(h, g):
 @with_graph
 def test_368_blocked_account_pauses_the_sender(h, g):
     paused_by(h, g, 403, 368)
+
+
+@with_graph
+def test_full_turn_to_a_closed_window_posts_the_template(h, g):
+    # A message written 25 hours ago, answered (MODEGATE_MAX_AGE_HOURS=48)
+    # after Meta's 24-hour window closed: the reply the commit leases to
+    # the sender takes the template path before any post -- the free text
+    # never reaches the Graph API.
+    serve(h, g, WHATSAPP_TEMPLATE_WINDOW_CLOSED="retomar_contato:pt_BR",
+          MODEGATE_COALESCE_MS="0", MODEGATE_MAX_AGE_HOURS="48")
+    eq(h.post_webhook(inbound("wamid.W1", "Oi, ainda tem vaga?",
+                              ts=time.time() - 25 * 3600))[0], 200,
+       "webhook")
+    h.wait_until(lambda: h.sql("SELECT kind, state, error_code FROM outbox "
+                               "ORDER BY id")
+                 == [("read", "sent", None), ("text", "failed", "131047"),
+                     ("template", "sent", None)], 15, "outbox states")
+    eq([r["body"].get("type", "read") for r in g.requests()],
+       ["read", "template"], "the receipt and the template, no free text")
