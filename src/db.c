@@ -378,8 +378,14 @@ db_pool_new(struct event_base *base, const char *conninfo, int n,
 		if (p->conns[i].timer == NULL)
 			goto fail;
 	}
+	/*
+	 * The first attempts run from the loop, like every retry: a
+	 * connection that fails at once (no socket, DNS, bad conninfo)
+	 * then notifies an owner that already holds the pool, never one
+	 * still inside its constructor.
+	 */
 	for (i = 0; i < n; i++)
-		db_conn_start(&p->conns[i]);
+		event_active(p->conns[i].timer, EV_TIMEOUT, 0);
 	return p;
 fail:
 	db_pool_free(p);

@@ -323,3 +323,62 @@ def test_bad_rules_refuse_the_start(h):
         assert "listening" not in p.stderr, p.stderr
     finally:
         shutil.rmtree(rules)
+
+
+def _down_from_start(h, url, why):
+    """serve started against a database it cannot reach stays up: /healthz
+    200, /readyz and signed webhooks 503, the reason in the log, retrying
+    (it used to die with SIGSEGV before its first retry)."""
+    h.start(wait=False, DATABASE_URL=url)
+    h.wait_until(h._healthy, 10, "serve did not come up")
+    h.wait_until(lambda: h.log().count("connection 0 down") >= 3, 10,
+                 "retries")
+    assert h.alive(), "serve died:\n" + h.log()[-2000:]
+    eq(h.get("/healthz")[0], 200, "healthz")
+    eq(h.get("/readyz")[0], 503, "readyz")
+    body = json.dumps(text_body("wamid.start-down-1")).encode()
+    eq(h.post_webhook(body)[0], 503, "webhook while down")
+    assert why in h.log(), "%r not in the log:\n%s" % (why, h.log()[-1500:])
+    eq(h.stop(), 0, "clean stop while down")
+
+
+def test_start_database_refused(h):
+    from harness import free_port
+    _down_from_start(h, "postgresql://modegate@127.0.0.1:%d/x" % free_port(),
+                     "Connection refused")
+
+
+def test_start_database_no_socket(h):
+    _down_from_start(h, "postgresql:///x?host=/nonexistent-modegate-dir",
+                     "No such file or directory")
+
+
+def test_start_database_dns(h):
+    _down_from_start(h, "postgresql://modegate@no-such-host.invalid/x",
+                     "could not translate host name")
+
+
+def test_start_database_bad_port(h):
+    _down_from_start(h, "postgresql://modegate@127.0.0.1:70000/x",
+                     "port")
+
+
+def test_start_database_auth(h):
+    url = h.env["DATABASE_URL"].replace("modegate@", "nobody_here@")
+    _down_from_start(h, url, 'role "nobody_here" does not exist')
+
+
+def test_start_database_down_then_up(h):
+    """The database comes up after serve (same host, booting): serve
+    connects by itself and takes Meta's retry."""
+    rc, out = h.migrate()
+    eq(rc, 0, out)
+    h.pg_stop()
+    h.start(wait=False)
+    h.wait_until(h._healthy, 10, "serve did not come up")
+    body = json.dumps(text_body("wamid.boot-1")).encode()
+    eq(h.post_webhook(body)[0], 503, "while the database boots")
+    h.pg_start()
+    h.wait_until(lambda: h.get("/readyz")[0] == 200, 20, "ready")
+    eq(h.post_webhook(body)[0], 200, "Meta's retry")
+    eq(h.sql("SELECT wamid FROM inbox"), [("wamid.boot-1",)], "stored")
