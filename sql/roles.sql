@@ -15,7 +15,9 @@
 -- drop or disable the append-only triggers, and it has no UPDATE, DELETE
 -- or TRUNCATE privilege on the audit trail (audit_log, funnel_events,
 -- feature_flag_changes): those fail with "permission denied" before any
--- trigger runs. Migrations stay with the owner.
+-- trigger runs. Migrations stay with the owner. Personal data in the audit
+-- trail is blanked only by the owner's SECURITY DEFINER functions
+-- mg_retain and mg_forget (sql/0011_lgpd.sql), which the role may call.
 -- SPDX-License-Identifier: MIT
 
 DO $$
@@ -57,6 +59,16 @@ BEGIN
 	FOREACH t IN ARRAY audit LOOP
 		EXECUTE format('REVOKE UPDATE, DELETE, TRUNCATE ON %I '
 		    'FROM modegate_app, PUBLIC', t);
+	END LOOP;
+
+	-- The pseudonyms' key and the retention passes' progress belong to
+	-- the owner: mg_forget and mg_retain (SECURITY DEFINER) use them, the
+	-- application role cannot read the key nor move the passes.
+	FOREACH t IN ARRAY ARRAY['lgpd_key', 'lgpd_retention'] LOOP
+		IF to_regclass('public.' || t) IS NOT NULL THEN
+			EXECUTE format('REVOKE ALL ON %I FROM modegate_app, '
+			    'PUBLIC', t);
+		END IF;
 	END LOOP;
 
 	-- serve reads the schema version; only migrate writes it.

@@ -136,6 +136,11 @@ static const struct cf_entry cf_table[] = {
 	  "when the 24-hour window is closed, as NAME:LANGUAGE; empty: "
 	  "wa_templates is left as it is (no 'followup' row: the "
 	  "window-closed template; none: not sent, audited)" },
+	{ "MODEGATE_RETAIN_DAYS", CF_INT, 0, "180", 0, 36500, NULL, 0,
+	  OFF(retain_days), "days personal data is kept: the sweep blanks "
+	  "message bodies, names, prompts and transcripts in the audit older "
+	  "than this (ids, times, decisions, modes and funnel rows stay); 0: "
+	  "keep everything" },
 	{ "MODEGATE_SENDER_TURNS", CF_INT, 0, "6", 0, 10000, NULL, 0,
 	  OFF(sender_turns), "most turns (LLM replies) one conversation gets "
 	  "in any MODEGATE_SENDER_WINDOW_S seconds; messages beyond it are "

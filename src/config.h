@@ -47,6 +47,7 @@ struct config {
 	int	 no_answer_h;		/* follow-up → sem_resposta, hours */
 	int	 no_answer_s;		/* the same in s when not 0 */
 	char	*wa_template_followup;	/* "name:language", "": none */
+	int	 retain_days;		/* personal data kept, days; 0: all */
 	int	 sender_turns;		/* turns per sender per window, 0: any */
 	int	 sender_window_s;	/* ... in this many seconds */
 	int	 http_timeout_s;	/* idle, per read, whole request */

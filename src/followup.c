@@ -5,6 +5,7 @@
  * with FOR UPDATE SKIP LOCKED and a follow-up is unique per bridge. The
  * follow-up goes out through the outbox like a reply (same sender, same
  * per-conversation order, template when the 24-hour window is closed).
+ * Each pass then runs the retention pass, mg_retain (sql/0011_lgpd.sql).
  * SPDX-License-Identifier: MIT
  */
 #include <stdio.h>
@@ -26,6 +27,10 @@
 
 static const char sweep_sql[] =
     "SELECT mg_followup_sweep($1, $2::int, $3::int, $4::int, $5, $6::int)";
+/* Retention (sql/0011_lgpd.sql): the owner's function that blanks personal
+ * fields older than MODEGATE_RETAIN_DAYS and audits what it did. */
+static const char retain_sql[] = "SELECT mg_retain($1::int, $2::int)";
+#define RETAIN_LIMIT	"5000"	/* rows per table and pass */
 static const char template_sql[] =
     "INSERT INTO wa_templates (purpose, payload) VALUES ('followup', "
     "jsonb_build_object('type', 'template', 'template', "
@@ -43,8 +48,9 @@ struct followup {
 	char			*text;		/* messages.json replies.followup */
 	char			 after_s[16], no_answer_s[16];
 	char			 pending_s[16];	/* "": the SQL setting */
+	char			 retain_days[16];	/* "": no retention */
 	char			*tpl_name, *tpl_lang;
-	int			 tpl_done, busy, db_err;
+	int			 tpl_done, busy, db_err, retain_err;
 };
 
 /* The follow-up text of mode/messages.json; a new string or NULL. */
@@ -115,7 +121,52 @@ followup_count(json_object *o, const char *key)
 	    json_object_get_int(v) : 0;
 }
 
-/* A pass answered: log what it did, wake the sender when it queued. */
+/* The retention pass answered: log what it redacted. */
+static void
+followup_retained(PGresult *res, const char *err, void *arg)
+{
+	struct followup	*f = arg;
+	json_object	*o;
+
+	f->busy = 0;
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK ||
+	    PQntuples(res) != 1) {
+		if (!f->retain_err)
+			log_warnx("followup: retention failed: %s", res == NULL ?
+			    err : PQresultErrorMessage(res));
+		f->retain_err = 1;
+		return;
+	}
+	f->retain_err = 0;
+	if ((o = json_tokener_parse(PQgetvalue(res, 0, 0))) == NULL)
+		return;
+	if (followup_count(o, "total") > 0)
+		log_info("followup: retention redacted inbox=%d outbox=%d "
+		    "audit_log=%d funnel_events=%d webhook_events=%d "
+		    "webhook_failures=%d conversations=%d (older than %s days)",
+		    followup_count(o, "inbox"), followup_count(o, "outbox"),
+		    followup_count(o, "audit_log"),
+		    followup_count(o, "funnel_events"),
+		    followup_count(o, "webhook_events"),
+		    followup_count(o, "webhook_failures"),
+		    followup_count(o, "conversations"), f->retain_days);
+	json_object_put(o);
+}
+
+/* After the follow-ups, the retention pass (when MODEGATE_RETAIN_DAYS is
+ * not 0), on the same connection: one pass at a time. */
+static void
+followup_retain(struct followup *f)
+{
+	if (f->retain_days[0] == '\0')
+		return;
+	if (dbq_query(f->db, retain_sql, 2, (const char *const[]){
+	    f->retain_days, RETAIN_LIMIT }, followup_retained, f) == 0)
+		f->busy = 1;
+}
+
+/* A pass answered: log what it did, wake the sender when it queued, then
+ * run the retention pass. */
 static void
 followup_swept(PGresult *res, const char *err, void *arg)
 {
@@ -149,6 +200,7 @@ followup_swept(PGresult *res, const char *err, void *arg)
 		    followup_count(o, "sem_resposta"),
 		    followup_count(o, "expired"));
 	json_object_put(o);
+	followup_retain(f);
 }
 
 /* The template upsert answered: sweep either way. */
@@ -251,6 +303,9 @@ followup_new(struct event_base *base, const struct config *cfg,
 	    cfg->no_answer_s, cfg->no_answer_h);
 	followup_load_pending(cfg->rules_dir, f->pending_s,
 	    sizeof f->pending_s);
+	if (cfg->retain_days > 0)
+		snprintf(f->retain_days, sizeof f->retain_days, "%d",
+		    cfg->retain_days);
 	if ((f->text = followup_load_text(cfg->rules_dir)) == NULL)
 		goto fail;
 	if (followup_template(f, cfg->wa_template_followup ?
@@ -265,8 +320,10 @@ followup_new(struct event_base *base, const struct config *cfg,
 	    evtimer_add(f->first, &soon) == -1)
 		goto fail;
 	log_info("followup: sweep every %d s; follow-up %s s after a bridge, "
-	    "sem_resposta %s s after it", cfg->sweep_s, f->after_s,
-	    f->no_answer_s);
+	    "sem_resposta %s s after it; retention %s%s",
+	    cfg->sweep_s, f->after_s, f->no_answer_s,
+	    cfg->retain_days > 0 ? f->retain_days : "off",
+	    cfg->retain_days > 0 ? " days" : "");
 	return f;
 fail:
 	log_error("followup: cannot start");

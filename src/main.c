@@ -42,6 +42,12 @@ static const struct cmd_entry cmd_table[] = {
 	  "set the conversation mode by hand (mode_source manual)" },
 	{ "funnel", cmd_funnel, "funnel [--since DATE] [--until DATE]",
 	  "the funnel metrics, overall and per day, beside their targets" },
+	{ "forget", cmd_forget, "forget WA_ID [--by WHO] [--reason TEXT]",
+	  "erase the doctor's personal data everywhere (LGPD); the number "
+	  "becomes a stable pseudonym; refused (exit 75) while a turn holds "
+	  "the chat" },
+	{ "export", cmd_export, "export WA_ID [--by WHO]",
+	  "print everything stored about the doctor as JSON (LGPD access)" },
 };
 
 #define CMD_COUNT (sizeof cmd_table / sizeof cmd_table[0])
