@@ -305,7 +305,8 @@ END $$;
 -- everywhere (LGPD Art. 18). The number (and each BSUID, each wamid of
 -- the doctor's messages and replies, which embed the number) becomes its
 -- pseudonym in conversations, inbox, outbox, message_statuses,
--- funnel_events, audit details and webhook_events; message contents,
+-- funnel_events and audit details; webhook events naming the doctor keep
+-- only their id; message contents,
 -- replies' texts, names, memory, specialty and region, prompts and tool
 -- data are removed; unsent replies are dropped and unanswered messages
 -- skipped; signed bodies kept for replay that hold the number are
@@ -366,7 +367,9 @@ BEGIN
 	    UNION SELECT wamid FROM inbox WHERE conversation_id = ANY (convs)
 		OR sender_key = p_wa_id OR wa_id = p_wa_id
 	    UNION SELECT wamid FROM outbox WHERE conversation_id = ANY (convs)
-		AND wamid IS NOT NULL) s
+		AND wamid IS NOT NULL
+	    UNION SELECT wamid FROM message_statuses
+		WHERE recipient = p_wa_id) s
 	WHERE id <> '';
 
 	UPDATE inbox SET wamid = mg_pseudonym(k, wamid), sender_key = pseud,
@@ -421,7 +424,10 @@ BEGIN
 	GET DIAGNOSTICS n = ROW_COUNT;
 	res := res || jsonb_build_object('audit_log', n);
 
-	UPDATE webhook_events SET raw = mg_scrub(raw::text, map)::jsonb
+	-- Events naming the doctor (preferences, echoes) may hold the name
+	-- and texts too: only their id stays.
+	UPDATE webhook_events SET raw = jsonb_build_object('id', id,
+	    'redacted', 'forget')
 	WHERE raw::text LIKE '%' || p_wa_id || '%';
 	GET DIAGNOSTICS n = ROW_COUNT;
 	res := res || jsonb_build_object('webhook_events', n);
