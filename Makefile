@@ -48,13 +48,17 @@ CORE_TESTS  = $(patsubst tests/unit/core/%.c,$(BUILD)/tests/%,\
 SHELL_TESTS = $(patsubst tests/unit/shell/%.c,$(BUILD)/tests/%,\
 	      $(wildcard tests/unit/shell/test_*.c))
 
-.PHONY: all deps run test unit integ asan valgrind bench check-core clean \
+.PHONY: all deps test-deps run test unit integ asan valgrind bench check-core clean \
 	install fmt-check
 
 all: $(BIN)/modegate
 
 deps:
 	@deploy/install-deps.sh
+
+# make test also needs promtool (deploy/prometheus/alerts.yml's tests).
+test-deps:
+	@deploy/install-deps.sh test
 
 $(BUILD)/%.o: %.c $(wildcard mode/*.h policy/*.h src/*.h)
 	@mkdir -p $(dir $@)
@@ -111,11 +115,11 @@ unit: $(CORE_TESTS) $(SHELL_TESTS) $(RULE_FLATS) $(BUILD)/tests/gen_router_golde
 check-core: $(LIBCORE)
 	@tests/check-core.sh $(LIBCORE)
 
-test: deps
+test: test-deps
 	@$(MAKE) --no-print-directory all unit
 	@tests/run.sh $(BUILD) $(BIN)/modegate
 
-asan: deps
+asan: test-deps
 	@$(MAKE) --no-print-directory BUILD=build/asan BIN=build/asan/bin \
 	    SAN=1 all unit
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -158,6 +162,8 @@ install:
 	install -m 644 policy/*.json $(DESTDIR)$(SHARE)/policy/
 	install -m 644 sql/*.sql $(DESTDIR)$(SHARE)/sql/
 	install -m 644 sql/queries/*.sql $(DESTDIR)$(SHARE)/sql/queries/
+	install -d $(DESTDIR)$(SHARE)/prometheus
+	install -m 644 deploy/prometheus/alerts.yml $(DESTDIR)$(SHARE)/prometheus/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 deploy/modegate.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 

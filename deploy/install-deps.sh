@@ -3,6 +3,8 @@
 # are present; needs root otherwise.
 #
 #   deploy/install-deps.sh          build, tests and the local default
+#   deploy/install-deps.sh test     + promtool (package prometheus: the
+#                                   alert rules' checks and unit tests)
 #   deploy/install-deps.sh bench    + the benchmark tools (wrk, Node peer)
 #   deploy/install-deps.sh valgrind + valgrind (make valgrind)
 set -eu
@@ -11,6 +13,7 @@ PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev \
 libjson-c-dev libpq-dev libssl-dev libcmocka-dev postgresql \
 postgresql-client python3 curl postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl"
 [ "${1:-}" = bench ] && PKGS="$PKGS wrk nodejs npm"
+[ "${1:-}" = test ] && PKGS="$PKGS prometheus"
 [ "${1:-}" = valgrind ] && PKGS="$PKGS valgrind"
 
 missing=""

@@ -27,7 +27,8 @@
 #define STATUS_INTERVAL_S	5
 
 /* One pass over inbox: rows by state and the oldest pending one's age;
- * plus the conversation_mode_enabled flag, for /metrics. */
+ * the oldest unsent outbox row's age; the conversation_mode_enabled flag;
+ * for /metrics. */
 static const char status_sql[] =
     "WITH s AS (SELECT state, count(*) AS n, min(received_at) AS oldest "
     "FROM inbox GROUP BY state) "
@@ -35,6 +36,9 @@ static const char status_sql[] =
     "UNION ALL SELECT state, n FROM s "
     "UNION ALL SELECT 'oldest_pending_ms', (extract(epoch FROM now() - "
     "oldest) * 1000)::bigint FROM s WHERE state = 'pending' "
+    "UNION ALL SELECT 'oldest_unsent_ms', coalesce((extract(epoch FROM "
+    "now() - min(created_at)) * 1000)::bigint, 0) FROM outbox "
+    "WHERE state IN ('pending', 'sending') "
     "UNION ALL SELECT 'flag:' || value, percent FROM feature_flags "
     "WHERE name = 'conversation_mode_enabled'";
 
@@ -174,7 +178,7 @@ http_status_done(PGresult *res, const char *err, void *arg)
 	struct server	*s = arg;
 	const char	*k, *flag = NULL;
 	int		 i, j, percent = 0;
-	int64_t		 oldest = 0;
+	int64_t		 oldest = 0, unsent = 0;
 
 	s->status_busy = 0;
 	if (res == NULL)
@@ -195,12 +199,14 @@ http_status_done(PGresult *res, const char *err, void *arg)
 				    1));
 		if (strcmp(k, "oldest_pending_ms") == 0)
 			oldest = atoll(PQgetvalue(res, i, 1));
+		else if (strcmp(k, "oldest_unsent_ms") == 0)
+			unsent = atoll(PQgetvalue(res, i, 1));
 		else if (strncmp(k, "flag:", 5) == 0) {
 			flag = k + 5;
 			percent = atoi(PQgetvalue(res, i, 1));
 		}
 	}
-	metrics_turn_db(oldest, flag, percent);
+	metrics_turn_db(oldest, unsent, flag, percent);
 }
 
 /* Pool changed state: feed the ingest first, then the status query. */

@@ -58,6 +58,7 @@ static struct {
 	uint64_t	 decisions[TRANS__COUNT];
 	struct mt_labels blocks, violations;
 	int64_t		 oldest_ms;		/* < 0: not known yet */
+	int64_t		 unsent_ms;		/* oldest unsent outbox row */
 	char		 flag[8];		/* "": not known yet */
 	int		 flag_percent;
 } mt = { .claim_t0 = -1, .oldest_ms = -1 };
@@ -196,10 +197,11 @@ metrics_turn_guard_violation(const char *claim)
 }
 
 void
-metrics_turn_db(int64_t oldest_pending_ms, const char *flag_value,
-    int flag_percent)
+metrics_turn_db(int64_t oldest_pending_ms, int64_t oldest_unsent_ms,
+    const char *flag_value, int flag_percent)
 {
 	mt.oldest_ms = oldest_pending_ms < 0 ? 0 : oldest_pending_ms;
+	mt.unsent_ms = oldest_unsent_ms < 0 ? 0 : oldest_unsent_ms;
 	if (flag_value == NULL)
 		mt.flag[0] = '\0';
 	else
@@ -362,6 +364,11 @@ mt_render_db(struct evbuffer *out)
 		    "(refreshed every few seconds).");
 		evbuffer_add_printf(out, "modegate_inbox_oldest_pending_seconds "
 		    "%.3f\n", (double)mt.oldest_ms / 1000);
+		mt_head(out, "modegate_outbox_oldest_unsent_seconds", "gauge",
+		    "Age of the oldest outbox row not yet sent (pending or "
+		    "being posted), 0 when none (refreshed every few seconds).");
+		evbuffer_add_printf(out, "modegate_outbox_oldest_unsent_seconds "
+		    "%.3f\n", (double)mt.unsent_ms / 1000);
 	}
 	if (mt.flag[0] == '\0')
 		return;

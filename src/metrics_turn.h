@@ -59,10 +59,11 @@ void	metrics_turn_policy_block(const char *rule);
 void	metrics_turn_guard_violation(const char *claim);
 
 /* From the status query: the oldest pending inbox message's age in ms
- * (0: none), and conversation_mode_enabled's value and percent (value
- * NULL: unknown). */
-void	metrics_turn_db(int64_t oldest_pending_ms, const char *flag_value,
-	    int flag_percent);
+ * (0: none), the oldest unsent outbox row's age in ms (pending or being
+ * posted; 0: none), and conversation_mode_enabled's value and percent
+ * (value NULL: unknown). */
+void	metrics_turn_db(int64_t oldest_pending_ms, int64_t oldest_unsent_ms,
+	    const char *flag_value, int flag_percent);
 
 /* Append the exposition text to out. */
 void	metrics_turn_render(struct evbuffer *out);

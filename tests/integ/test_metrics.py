@@ -205,6 +205,30 @@ def test_metrics_oldest_pending_age(h):
     eq(step_count(scrape(h), "total"), 0.0, "no turn in this process")
 
 
+def test_metrics_oldest_unsent_outbox_age(h):
+    """A reply that cannot go out (backing off after errors): the age of
+    the oldest unsent outbox row shows (the OutboxStuck alert reads it);
+    once it is sent the gauge is 0 again."""
+    rc, out = h.migrate()
+    eq(rc, 0, "migrate: " + out)
+    cid = h.sql1("INSERT INTO conversations (phone_number_id, wa_id) "
+                 "VALUES ('100', '5511988887777') RETURNING id")
+    h.sql("INSERT INTO outbox (conversation_id, kind, payload, to_key, "
+          "phone_number_id, created_at, next_attempt_at, attempts) VALUES "
+          "(%s, 'text', '{\"type\": \"text\", \"text\": {\"body\": "
+          "\"Oi\"}}', '5511988887777', '100', now() - interval '12 minutes',"
+          " now() + interval '1 hour', 3)" % cid)
+    h.start()
+    up(h)
+    h.wait_until(lambda: val(scrape(h),
+                             "modegate_outbox_oldest_unsent_seconds") >= 720,
+                 12, "the oldest unsent row's age shows")
+    h.sql("UPDATE outbox SET state = 'sent', sent_at = now()")
+    h.wait_until(lambda: val(scrape(h),
+                             "modegate_outbox_oldest_unsent_seconds") == 0,
+                 12, "0 once nothing waits")
+
+
 def test_metrics_llm_errors_open_the_breaker(h):
     llm = ready(h, LLM_BREAKER_THRESHOLD="1", LLM_TIMEOUT="5")
     up(h)

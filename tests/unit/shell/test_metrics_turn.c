@@ -111,11 +111,13 @@ test_db_gauges(void **state)
 	metrics_turn_reset();
 	s = render();
 	assert_null(strstr(s, "modegate_inbox_oldest_pending_seconds"));
+	assert_null(strstr(s, "modegate_outbox_oldest_unsent_seconds"));
 	assert_null(strstr(s, "modegate_flag{"));
 	free(s);
-	metrics_turn_db(2500, "shadow", 40);
+	metrics_turn_db(2500, 754000, "shadow", 40);
 	s = render();
 	assert_true(has(s, "modegate_inbox_oldest_pending_seconds 2.500"));
+	assert_true(has(s, "modegate_outbox_oldest_unsent_seconds 754.000"));
 	assert_true(has(s, "modegate_flag{name=\"conversation_mode_enabled\",value=\"on\"} 0"));
 	assert_true(has(s, "modegate_flag{name=\"conversation_mode_enabled\",value=\"shadow\"} 1"));
 	assert_true(has(s, "modegate_flag_percent{name=\"conversation_mode_enabled\"} 40"));
