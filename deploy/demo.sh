@@ -3,8 +3,8 @@
 # signed webhooks against a running modegate (by default the local one of
 # `make run`, started in another terminal), printing each turn as the
 # database recorded it: the message, its intent, the policy and router
-# decisions, the mode, the tools offered to the LLM and called, and
-# Julia's reply.
+# decisions, the mode, the tools offered to the LLM and called (with their
+# arguments), and Julia's reply.
 #
 #   deploy/demo.sh              # after `make run` in another terminal
 #
@@ -93,7 +93,8 @@ show() {
 	    '(no LLM call)') FROM inbox i LEFT JOIN LATERAL (SELECT details
 	    FROM audit_log WHERE step = 'gate' AND inbox_id = i.id
 	    ORDER BY id DESC LIMIT 1) a ON true WHERE i.wamid = :'w'" | q
-	echo "SELECT 'called   ' || string_agg(reason || ' (' || decision || ')',
+	echo "SELECT 'called   ' || string_agg(reason || coalesce(' ' ||
+	    nullif(a.details->>'args', '{}'), '') || ' (' || decision || ')',
 	    ', ' ORDER BY a.id) FROM audit_log a JOIN inbox i ON
 	    i.id = a.inbox_id WHERE i.wamid = :'w' AND a.step = 'tool'
 	  HAVING count(*) > 0" | q
@@ -123,9 +124,9 @@ echo "modegate demo: doctor $doctor on http://$listen (flag:" \
     "$(echo "SELECT value || ' ' || percent || '%' FROM feature_flags WHERE
     name = 'conversation_mode_enabled'" | q))"
 echo
-turn "Oi, boa tarde! Sou a Dra. Ana, clínica geral"
-turn "Vc tem plantão de clínica médica na zona sul de SP?"
+turn "Oi, boa tarde! Sou a Dra. Ana, clínica geral. Vc tem plantão de clínica médica na zona sul de SP?"
 turn "Sim, tenho CRM ativo em SP"
-turn "Prefiro noturno na zona sul. Quais plantões vc tem?"
+turn "Prefiro noturno. Quais plantões vc tem?"
 turn "Pode confirmar minha reserva no noturno do Santa Lúcia?"
+turn "Pode sim, me passa o contato"
 turn "Obrigada! Agora não quero mais receber mensagens"

@@ -60,22 +60,36 @@ check() {	# check TURN NAME FIXED-STRING [! (must be absent)]
 		{ echo "not ok $n - turn $1: $2"; block "$1" | sed 's/^/# /'; }
 }
 
-check 1 "greeting: discovery, no transition" "decision NONE"
+check 1 "interest in discovery: PENDING, micro-confirmation" "mode     discovery (pending oferta"
 check 1 "discovery offers only its tools" "tools    salvar_memoria, encaminhar_humano"
 check 1 "no buscar_vagas in discovery" "buscar_vagas" !
-check 2 "interest: PENDING, micro-confirmation" "mode     discovery (pending oferta"
-check 2 "Julia asks the qualification question" "julia    Que legal!"
-check 2 "still no buscar_vagas while pending" "buscar_vagas" !
-check 3 "the answer confirms: oferta" "decision CONFIRM"
-check 3 "oferta offers buscar_vagas" "tools    buscar_vagas, criar_handoff_externo"
-check 4 "asking for shifts calls buscar_vagas" "called   buscar_vagas (executed)"
-check 4 "Julia lists the seeded shifts" "Hospital Santa Lúcia — Clínica Médica, noturno"
-check 4 "no contact leaked before asking" "90000-" !
-check 5 "the reply passes the guard" "guard    pass"
-check 5 "Julia does not confirm a booking" "confirmad" !
+check 1 "Julia asks the qualification question" "julia    Que legal!"
+check 2 "the answer confirms: oferta" "decision CONFIRM"
+check 2 "oferta offers buscar_vagas" "tools    buscar_vagas, criar_handoff_externo"
+check 2 "Julia remembers the specialty and region asked for" "clínica médica na zona sul"
+check 2 "and asks the one thing missing, the shift" "diurno ou noturno?"
+check 3 "the search filters by the region of turn 1" '"regiao":"zona sul"'
+check 3 "and by the shift asked for" '"turno":"noturno"'
+check 3 "buscar_vagas is executed" "(executed)"
+check 3 "Julia lists the matching shift" "Hospital Santa Lúcia — Clínica Médica, noturno"
+check 3 "no shift of another region" "Zona Leste" !
+check 3 "no contact leaked before asking" "90000-" !
+check 4 "a booking request: the responsible person confirms" "julia    Quem confirma é o responsável"
+check 4 "Julia asks before passing the contact" "Posso te passar o contato"
+check 4 "Julia does not confirm a booking" "confirmad" !
+check 4 "the reply passes the guard" "guard    pass"
+check 4 "no contact before the yes" "90000-" !
+check 5 "a yes: the bridge is made" 'criar_handoff_externo {"vaga_id":1} (executed)'
+check 5 "the bridge moves the chat to followup" "mode     followup"
+check 5 "Julia passes the contact" "Mariana Alves: +55 11 90000-0101"
 check 6 "opt-out is blocked by policy" "policy   BLOCK by opt_out_request"
 check 6 "no LLM call on opt-out" "tools    (no LLM call)"
 check 6 "the opt-out is confirmed once" "julia    Tudo bem, não vou mais te mandar mensagens"
+# Never the previous reply again (turn 5 of the old demo repeated turn 3).
+n=$((n + 1))
+dups=$(grep '^julia    ' "$tmp/out" | sort | uniq -d)
+[ -z "$dups" ] && echo "ok $n - no reply repeats an earlier one" ||
+	{ echo "not ok $n - no reply repeats an earlier one"; echo "$dups" | sed 's/^/# /'; }
 n=$((n + 1))
 want=$(psql -X -q -t -A "$DATABASE_URL" -c "SELECT count(*) FROM outbox WHERE kind = 'text'")
 got=$(grep -c '^julia    [^(]' "$tmp/out")
