@@ -4,8 +4,10 @@
  * bridge older than MODEGATE_FOLLOWUP_AFTER_H through the outbox, turns
  * sent follow-ups into funnel aguardando_desfecho, records sem_resposta
  * after MODEGATE_NO_ANSWER_H and clears stale pending micro-confirmations
- * (audited EXPIRED). Safe with several processes: the SQL takes its rows
- * with FOR UPDATE SKIP LOCKED and a follow-up is unique per bridge.
+ * (audited EXPIRED); then, when MODEGATE_RETAIN_DAYS is not 0, one call of
+ * mg_retain (sql/0011) blanks personal data older than that (audited).
+ * Safe with several processes: the SQL takes its rows with FOR UPDATE SKIP
+ * LOCKED, a follow-up is unique per bridge, a redaction is idempotent.
  * SPDX-License-Identifier: MIT
  */
 #ifndef MG_FOLLOWUP_H
