@@ -153,7 +153,8 @@ $$;
 --                   and names)
 --   webhook_failures the rows (bytes kept for replay by hand)
 --   conversations   the profile name of a doctor silent that long
--- At most p_limit rows per table a pass. Returns the counts; when it
+-- At most p_limit rows per table a pass; a pass finding another one
+-- running (any process) returns at once. Returns the counts; when it
 -- redacted anything, one audit row (step 'retention', decision
 -- 'redacted') says what, how old and why.
 CREATE FUNCTION mg_retain(p_days int, p_limit int DEFAULT 5000)
@@ -168,6 +169,12 @@ DECLARE
 BEGIN
 	IF p_days IS NULL OR p_days <= 0 THEN
 		RETURN jsonb_build_object('days', 0);
+	END IF;
+	-- One pass at a time across processes: another one running now does
+	-- the same work.
+	IF NOT pg_try_advisory_xact_lock(hashtext('mg_retain')) THEN
+		RETURN jsonb_build_object('days', p_days, 'total', 0,
+		    'busy', true);
 	END IF;
 	PERFORM set_config('modegate.redact', 'retention', true);
 
