@@ -12,8 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../mode/turn.h"
-#include "rules_flat.h"
+#include "ruleset_flat.h"
 
 #define NOW	((int64_t)1800000000 * 1000)
 #define MIN	((int64_t)60 * 1000)
@@ -23,47 +22,13 @@ static struct ruleset	rs;
 static int
 setup(void **state)
 {
-	struct diag	d;
-	struct flat	f;
-
-	diag_init(&d);
-	memset(&rs, 0, sizeof rs);
-	if (rules_flat_load("mode/intents.json", &f, &d) != 0)
-		return -1;
-	rs.lex = lexicon_load(&f, &d);
-	flat_free(&f);
-	if (rules_flat_load("mode/claims.json", &f, &d) != 0)
-		return -1;
-	rs.claims = claims_load(&f, &d);
-	flat_free(&f);
-	if (rules_flat_load("mode/transitions.json", &f, &d) != 0)
-		return -1;
-	rs.matrix = matrix_load(&f, &d);
-	flat_free(&f);
-	if (rules_flat_load("mode/capabilities.json", &f, &d) != 0)
-		return -1;
-	rs.gate = gate_load(&f, &d);
-	flat_free(&f);
-	if (rules_flat_load("mode/messages.json", &f, &d) != 0)
-		return -1;
-	rs.messages = messages_load(&f, &d);
-	flat_free(&f);
-	if (rules_flat_load("policy/policy.json", &f, &d) != 0)
-		return -1;
-	rs.policy = policy_load(&f, &d);
-	flat_free(&f);
-	return d.n == 0 ? 0 : -1;
+	return ruleset_flat_load(&rs);
 }
 
 static int
 teardown(void **state)
 {
-	lexicon_free(rs.lex);
-	claims_free(rs.claims);
-	matrix_free(rs.matrix);
-	gate_free(rs.gate);
-	messages_free(rs.messages);
-	policy_free(rs.policy);
+	ruleset_flat_free(&rs);
 	return 0;
 }
 
