@@ -111,7 +111,6 @@ offline_micro(const char *system, char *buf, size_t len)
 	return 1;
 }
 
-
 /* What the doctor said, folded: one term of a filter and its value. */
 struct offline_term {
 	const char	*said;		/* folded words */
@@ -560,7 +559,7 @@ static json_object *
 offline_pick(const struct offline *o, json_object *list)
 {
 	json_object	*best = json_object_array_get_idx(list, 0);
-	char		 f[256], hay[4200], *w, *save;
+	char		 f[256], hay[4200], needle[80], *w, *save;
 	const char	*h;
 	size_t		 i;
 	int		 hits, most = 0;
@@ -574,8 +573,6 @@ offline_pick(const struct offline *o, json_object *list)
 		hits = 0;
 		for (w = strtok_r(f, " ", &save); w != NULL;
 		    w = strtok_r(NULL, " ", &save)) {
-			char	 needle[80];
-
 			snprintf(needle, sizeof needle, " %s ", w);
 			if (strlen(w) >= 5 && strcmp(w, "hospital") != 0 &&
 			    strstr(hay, needle) != NULL)

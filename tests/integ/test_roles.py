@@ -77,7 +77,8 @@ def test_app_role_runs_a_turn_and_cannot_rewrite_audit(h):
                  ("takeover", "5511988887777", "--by", "ana"),
                  ("release", "5511988887777", "--by", "ana"),
                  ("set-mode", "5511988887777", "oferta", "--by", "ana"),
-                 ("funnel",)):
+                 ("funnel",),
+                 ("export", "5511988887777", "--by", "ana")):
         rc, out = cli(h, env, *args)
         eq(rc, 0, "%s as modegate_app: %s" % (" ".join(args), out))
     eq(h.sql1("SELECT changed_by FROM feature_flag_changes ORDER BY id "
@@ -108,3 +109,15 @@ def test_app_role_runs_a_turn_and_cannot_rewrite_audit(h):
     except RuntimeError as e:
         assert "append-only" in str(e), e
     eq(h.sql1("SELECT count(*) FROM audit_log"), n, "nothing removed")
+
+    # LGPD: forget runs as modegate_app through the owner's function (the
+    # audit rows are redacted, none removed); the pseudonyms' key is not
+    # the app's to read.
+    rc, out = cli(h, env, "forget", "5511988887777", "--by", "ana")
+    eq(rc, 0, "forget as modegate_app: " + out)
+    eq(h.sql1("SELECT count(*) FROM audit_log WHERE details::text LIKE "
+              "'%Oi, boa tarde%'"), "0", "the texts are gone from the audit")
+    eq(h.sql1("SELECT count(*) FROM audit_log"), str(int(n) + 1),
+       "no audit row removed, one added")
+    ok, err = app_sql(h, "SELECT key FROM lgpd_key")
+    assert not ok and "permission denied" in err, err
