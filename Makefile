@@ -158,11 +158,13 @@ install:
 	@$(MAKE) --no-print-directory BUILD=build/install BIN=build/install/bin \
 	    RULES_DIR=$(SHARE) all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SHARE)/mode \
-	    $(DESTDIR)$(SHARE)/policy $(DESTDIR)$(SHARE)/sql/queries
+	    $(DESTDIR)$(SHARE)/policy $(DESTDIR)$(SHARE)/sql/queries \
+	    $(DESTDIR)$(SHARE)/sql/functions
 	install -m 755 build/install/bin/modegate $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 mode/*.json mode/*.md $(DESTDIR)$(SHARE)/mode/
 	install -m 644 policy/*.json $(DESTDIR)$(SHARE)/policy/
 	install -m 644 sql/*.sql $(DESTDIR)$(SHARE)/sql/
+	install -m 644 sql/functions/*.sql $(DESTDIR)$(SHARE)/sql/functions/
 	install -m 644 sql/queries/*.sql $(DESTDIR)$(SHARE)/sql/queries/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 deploy/modegate.1 $(DESTDIR)$(PREFIX)/share/man/man1/

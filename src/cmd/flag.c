@@ -1,7 +1,7 @@
 /*
  * cmd_flag.c -- modegate flag list | get NAME | set NAME on|off|shadow
  * [--percent N] [--by WHO] [--reason TEXT]: the runtime feature flags
- * (table feature_flags). A change goes through mg_flag_set (sql/0005):
+ * (table feature_flags). A change goes through mg_flag_set (sql/functions/):
  * the database records it in feature_flag_changes and NOTIFYs every
  * running modegate.
  * SPDX-License-Identifier: MIT

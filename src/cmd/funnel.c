@@ -3,7 +3,7 @@
  * seed's four funnel metrics (bridge rate, conversion rate, time to
  * bridge, follow-up rate) overall and per day, each beside its target,
  * as an aligned table: mg_funnel_metrics (the view funnel_metrics with a
- * day range; sql/0005_ops.sql).
+ * day range; sql/functions/70_funnel.sql).
  * SPDX-License-Identifier: MIT
  */
 #include <ctype.h>

@@ -1,7 +1,8 @@
 /*
  * cmd_migrate.c -- modegate migrate: bring the database schema up to the
- * newest sql/NNNN_*.sql. Needs only DATABASE_URL (and MODEGATE_RULES_DIR
- * when sql/ is not under the compiled-in default).
+ * newest sql/NNNN_*.sql and re-apply the files of sql/functions/. Needs
+ * only DATABASE_URL (and MODEGATE_RULES_DIR when sql/ is not under the
+ * compiled-in default).
  * SPDX-License-Identifier: MIT
  */
 #include <stdio.h>
@@ -23,7 +24,7 @@ cmd_migrate(int argc, char **argv)
 	const char	*dir = getenv("MODEGATE_RULES_DIR");
 	char		 sqldir[4096], err[1024];
 	PGconn		*pg;
-	int		 applied, rc;
+	int		 applied, functions, rc;
 
 	if (argc > 1) {
 		fprintf(stderr, "usage: modegate migrate\n");
@@ -39,12 +40,13 @@ cmd_migrate(int argc, char **argv)
 		fprintf(stderr, "migrate: cannot connect: %s\n", err);
 		return 1;
 	}
-	rc = migrate_run(pg, sqldir, &applied, err, sizeof err);
+	rc = migrate_run(pg, sqldir, &applied, &functions, err, sizeof err);
 	PQfinish(pg);
 	if (rc == -1) {
 		fprintf(stderr, "migrate: %s\n", err);
 		return 1;
 	}
-	printf("migrate: %d applied, schema up to date\n", applied);
+	printf("migrate: %d applied, schema up to date; functions: %d files "
+	    "re-applied\n", applied, functions);
 	return 0;
 }

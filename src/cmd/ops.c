@@ -1,7 +1,7 @@
 /*
  * cmd_ops.c -- the operators' commands on one doctor's conversations:
  * modegate takeover | release | set-mode, and the funnel report:
- * modegate funnel. Each is one call of a function of sql/0005_ops.sql
+ * modegate funnel. Each is one call of a function of sql/functions/
  * (audited there).
  *
  * WA_ID may name several conversations (the same doctor on several

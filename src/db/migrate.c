@@ -1,5 +1,7 @@
 /*
- * migrate.c -- forward-only schema migrations from sql/NNNN_*.sql.
+ * migrate.c -- forward-only schema migrations from sql/NNNN_*.sql, then
+ * every file of sql/functions/ (functions, trigger functions, triggers,
+ * views; CREATE OR REPLACE) re-applied in one transaction on every run.
  * SPDX-License-Identifier: MIT
  */
 #include <ctype.h>
@@ -20,6 +22,15 @@ static void
 migrate_quiet(PGconn *pg, const char *sql)
 {
 	PQclear(PQexec(pg, sql));
+}
+
+/* True when name ends in ".sql" (a file of sql/functions/). */
+static int
+migrate_is_sql(const char *name)
+{
+	size_t	n = strlen(name);
+
+	return n > 4 && name[0] != '.' && strcmp(name + n - 4, ".sql") == 0;
 }
 
 /* The version of a migration file name, or -1 when it is not one. */
@@ -43,10 +54,13 @@ migrate_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The sorted migration file names of sqldir; caller frees each and *out. */
+/*
+ * The sorted file names of dir that keep() accepts; caller frees each and
+ * *out.
+ */
 static int
-migrate_list(const char *sqldir, char ***out, size_t *n, char *err,
-    size_t errlen)
+migrate_list_of(const char *dir, int (*keep)(const char *), char ***out,
+    size_t *n, char *err, size_t errlen)
 {
 	DIR		*d;
 	struct dirent	*de;
@@ -54,15 +68,14 @@ migrate_list(const char *sqldir, char ***out, size_t *n, char *err,
 
 	*n = 0;
 	if ((v = calloc(MIGRATE_MAX, sizeof *v)) == NULL ||
-	    (d = opendir(sqldir)) == NULL) {
+	    (d = opendir(dir)) == NULL) {
 		snprintf(err, errlen, "%s: cannot open the migrations folder",
-		    sqldir);
+		    dir);
 		free(v);
 		return -1;
 	}
 	while ((de = readdir(d)) != NULL && *n < MIGRATE_MAX)
-		if (migrate_version(de->d_name) >= 0 &&
-		    (v[*n] = strdup(de->d_name)) != NULL)
+		if (keep(de->d_name) && (v[*n] = strdup(de->d_name)) != NULL)
 			(*n)++;
 	closedir(d);
 	qsort(v, *n, sizeof *v, migrate_cmp);
@@ -70,7 +83,23 @@ migrate_list(const char *sqldir, char ***out, size_t *n, char *err,
 	return 0;
 }
 
-/* Free a list from migrate_list. */
+/* True when name is a versioned migration (NNNN_*.sql). */
+static int
+migrate_is_versioned(const char *name)
+{
+	return migrate_version(name) >= 0;
+}
+
+/* The sorted versioned migration file names of sqldir. */
+static int
+migrate_list(const char *sqldir, char ***out, size_t *n, char *err,
+    size_t errlen)
+{
+	return migrate_list_of(sqldir, migrate_is_versioned, out, n, err,
+	    errlen);
+}
+
+/* Free a list from migrate_list or migrate_list_of. */
 static void
 migrate_list_free(char **v, size_t n)
 {
@@ -175,15 +204,64 @@ migrate_one(PGconn *pg, const char *sqldir, const char *name, char *err,
 	return 0;
 }
 
-int
-migrate_run(PGconn *pg, const char *sqldir, int *applied, char *err,
+/*
+ * Re-apply every file of sqldir/functions in name order, in one
+ * transaction: all of them or none. *files counts them.
+ */
+static int
+migrate_functions(PGconn *pg, const char *sqldir, int *files, char *err,
     size_t errlen)
+{
+	char	  dir[4096], path[4096 + 256], msg[512];
+	char	**v, *sql;
+	size_t	  n, i;
+	int	  rc = -1;
+
+	snprintf(dir, sizeof dir, "%s/functions", sqldir);
+	if (migrate_list_of(dir, migrate_is_sql, &v, &n, err, errlen) == -1)
+		return -1;
+	if (db_exec(pg, "BEGIN", msg, sizeof msg) == -1) {
+		snprintf(err, errlen, "functions: %s", msg);
+		goto done;
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, v[i]);
+		if ((sql = migrate_read(path)) == NULL) {
+			snprintf(err, errlen, "%s: cannot read", path);
+			goto rollback;
+		}
+		if (db_exec(pg, sql, msg, sizeof msg) == -1) {
+			snprintf(err, errlen, "functions/%s: %s", v[i], msg);
+			free(sql);
+			goto rollback;
+		}
+		free(sql);
+	}
+	if (db_exec(pg, "COMMIT", msg, sizeof msg) == -1) {
+		snprintf(err, errlen, "functions: %s", msg);
+		goto rollback;
+	}
+	*files = (int)n;
+	log_info("migrate: re-applied %zu function files", n);
+	rc = 0;
+	goto done;
+rollback:
+	migrate_quiet(pg, "ROLLBACK");
+done:
+	migrate_list_free(v, n);
+	return rc;
+}
+
+int
+migrate_run(PGconn *pg, const char *sqldir, int *applied, int *functions,
+    char *err, size_t errlen)
 {
 	char	**v;
 	size_t	  n, i;
 	int	  rc = -1, a;
 
 	*applied = 0;
+	*functions = 0;
 	if (migrate_list(sqldir, &v, &n, err, errlen) == -1)
 		return -1;
 	if (db_exec(pg, "SET client_min_messages TO warning", err,
@@ -206,6 +284,8 @@ migrate_run(PGconn *pg, const char *sqldir, int *applied, char *err,
 			goto unlock;
 		(*applied)++;
 	}
+	if (migrate_functions(pg, sqldir, functions, err, errlen) == -1)
+		goto unlock;
 	rc = 0;
 unlock:
 	migrate_quiet(pg, "SELECT pg_advisory_unlock(" MIGRATE_LOCK ")");

@@ -1,6 +1,6 @@
 /*
  * followup.c -- the scheduler: mg_followup_sweep on a libevent timer.
- * All the decisions live in SQL (sql/0007_followups.sql), in one short
+ * All the decisions live in SQL (sql/functions/), in one short
  * transaction per pass, so that every process may run it: rows are taken
  * with FOR UPDATE SKIP LOCKED and a follow-up is unique per bridge. The
  * follow-up goes out through the outbox like a reply (same sender, same

@@ -1,6 +1,6 @@
 /*
  * followup.h -- the scheduler of `modegate serve`: on a libevent timer,
- * one call of mg_followup_sweep (sql/0007) queues the follow-up of every
+ * one call of mg_followup_sweep (sql/functions/) queues the follow-up of every
  * bridge older than MODEGATE_FOLLOWUP_AFTER_H through the outbox, turns
  * sent follow-ups into funnel aguardando_desfecho, records sem_resposta
  * after MODEGATE_NO_ANSWER_H and clears stale pending micro-confirmations

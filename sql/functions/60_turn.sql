@@ -1,75 +1,28 @@
--- 0003_turn_fn.sql -- one PL/pgSQL function per database step of a turn:
+-- 60_turn.sql -- one PL/pgSQL function per database step of a turn:
 -- each is one round trip for the C worker (jsonb in, jsonb out), atomic,
 -- and tested in SQL (tests/sql/). All SECURITY INVOKER. Times come from
 -- now() (the transaction's start), so a test in one transaction is
 -- deterministic.
+--
+-- The claim returns each turn's context (mg_claim_turns: mg_claim, the
+-- per-sender turn limit of mg_claim_limited, mg_context); the commit
+-- leases the reply to the process's sender (mg_commit_send). A message
+-- whose turn keeps dying with its process ends dead (mg_claim_turns); a
+-- reply is withheld when a human took the chat over while its turn ran
+-- (mg_commit_send).
+--
+-- Per-sender turn limit: at most p_turns turns start per conversation in
+-- any p_window_s seconds; messages that arrive while the sender is over
+-- the limit are stored as always and wait, and the next allowed turn
+-- answers all of them at once (the double-texting coalescing of
+-- mg_claim), with one audit row (step 'worker', decision
+-- 'rate_limited'). The hold rides on mg_claim's backoff predicate
+-- (conversations.next_attempt_at), which the trigger
+-- conversations_hold_sender keeps no earlier than next_turn_at even when
+-- mg_commit_turn / mg_fail_turn clear or shorten it.
+-- Re-applied by `modegate migrate` on every run (CREATE OR REPLACE): edit
+-- a function here, never in a numbered migration.
 -- SPDX-License-Identifier: MIT
-
--- The Graph API recipient fields for a doctor key: a BSUID ("US.123...")
--- goes to "recipient", a phone number to "to" with a leading "+".
-CREATE FUNCTION mg_recipient(p_key text) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$
-	SELECT CASE
-	WHEN p_key ~ '^[A-Z]{2}\.' THEN jsonb_build_object('recipient', p_key)
-	WHEN p_key LIKE '+%' THEN jsonb_build_object('to', p_key)
-	ELSE jsonb_build_object('to', '+' || p_key) END
-$$;
-
--- Complete a Graph API body for a conversation: messaging_product,
--- recipient_type and to/recipient are added when the payload lacks them.
-CREATE FUNCTION mg_complete_payload(p_payload jsonb, p_key text)
-RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
-	SELECT CASE WHEN p_payload ->> 'status' = 'read' THEN
-		jsonb_build_object('messaging_product', 'whatsapp') || p_payload
-	ELSE
-		jsonb_build_object('messaging_product', 'whatsapp',
-		    'recipient_type', 'individual') || mg_recipient(p_key) ||
-		    p_payload
-	END
-$$;
-
--- Claim ------------------------------------------------------------------
-
--- Link pending inbox rows to their conversation, creating it when new
--- (ingest does not write conversations). Rows are taken in id order with
--- SKIP LOCKED, so concurrent callers never wait on each other; at most
--- p_max rows per call.
-CREATE FUNCTION mg_link_inbox(p_max int DEFAULT 5000) RETURNS int
-LANGUAGE plpgsql AS $$
-DECLARE
-	n int;
-BEGIN
-	WITH rows AS (
-		SELECT id, phone_number_id, sender_key, user_id, profile_name
-		FROM inbox
-		WHERE conversation_id IS NULL
-		ORDER BY id
-		LIMIT p_max
-		FOR UPDATE SKIP LOCKED
-	), keys AS (
-		SELECT DISTINCT ON (phone_number_id, sender_key)
-		    phone_number_id, sender_key, user_id, profile_name
-		FROM rows
-		ORDER BY phone_number_id, sender_key, id DESC
-	), ins AS (
-		INSERT INTO conversations (phone_number_id, wa_id, user_id,
-		    profile_name)
-		SELECT phone_number_id, sender_key, user_id, profile_name
-		FROM keys ORDER BY phone_number_id, sender_key
-		ON CONFLICT (phone_number_id, wa_id) DO NOTHING
-		RETURNING id
-	)
-	SELECT count(*) INTO n FROM ins;
-	UPDATE inbox i SET conversation_id = c.id
-	FROM conversations c
-	WHERE i.conversation_id IS NULL
-	    AND i.id IN (SELECT id FROM inbox WHERE conversation_id IS NULL
-		ORDER BY id LIMIT p_max FOR UPDATE SKIP LOCKED)
-	    AND c.phone_number_id = i.phone_number_id
-	    AND c.wa_id = i.sender_key;
-	GET DIAGNOSTICS n = ROW_COUNT;
-	RETURN n;
-END $$;
 
 -- mg_claim(worker, lease_seconds, window_ms, limit): lease up to p_limit
 -- conversations with due inbound work and return, per conversation,
@@ -83,7 +36,8 @@ END $$;
 -- conversation (the rest come in the next turn). Conversations are
 -- locked with FOR UPDATE SKIP LOCKED and the lease is written in the same
 -- statement's transaction: never two live leases on one conversation.
-CREATE FUNCTION mg_claim(p_worker text, p_lease_seconds int, p_window_ms int,
+CREATE OR REPLACE FUNCTION mg_claim(p_worker text, p_lease_seconds int,
+    p_window_ms int,
     p_limit int) RETURNS SETOF jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -157,7 +111,8 @@ END $$;
 -- mg_renew_lease(worker, conversation_id, lease_seconds): extend a live
 -- lease held by p_worker (a long LLM call). {"ok":true,"lease_until"} or
 -- {"ok":false,"reason":"lease_lost"}.
-CREATE FUNCTION mg_renew_lease(p_worker text, p_conversation_id bigint,
+CREATE OR REPLACE FUNCTION mg_renew_lease(p_worker text,
+    p_conversation_id bigint,
     p_lease_seconds int) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -180,7 +135,6 @@ BEGIN
 END $$;
 
 -- Context ----------------------------------------------------------------
-
 -- mg_context(conversation_id, inbox_ids, history): everything a turn
 -- reads, in one object:
 -- {"conversation": {id, phone_number_id, wa_id, user_id, profile_name,
@@ -199,10 +153,15 @@ END $$;
 --    "attempts","raw"}] (the claimed ones, in order)}.
 -- History starts at conversations.context_since when set (mg_release).
 -- NULL when the conversation does not exist.
-CREATE FUNCTION mg_context(p_conversation_id bigint, p_inbox_ids bigint[],
+-- In PL/pgSQL: a LANGUAGE sql function that cannot be inlined is planned
+-- again at every call, and this one is planned once per claim (0.8 ms of
+-- its 0.9); PL/pgSQL keeps the plan for the session.
+CREATE OR REPLACE FUNCTION mg_context(p_conversation_id bigint,
+    p_inbox_ids bigint[],
     p_history int) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-	SELECT jsonb_build_object(
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+	RETURN (SELECT jsonb_build_object(
 	    'conversation', jsonb_build_object(
 		'id', c.id, 'phone_number_id', c.phone_number_id,
 		'wa_id', c.wa_id, 'user_id', c.user_id,
@@ -255,15 +214,15 @@ LANGUAGE sql STABLE AS $$
 		WHERE i.id = ANY (p_inbox_ids) AND i.conversation_id = c.id),
 		'[]'))
 	FROM conversations c
-	WHERE c.id = p_conversation_id
-$$;
+	WHERE c.id = p_conversation_id);
+END $$;
 
 -- Commit -----------------------------------------------------------------
 
 -- Apply the keys present in p_set to conversation p_id (JSON null clears
 -- a column). "mode" moves conversation_mode and stamps mode_updated_at.
 -- Timestamps are ISO 8601 strings ('now' works).
-CREATE FUNCTION mg_apply_conversation(p_id bigint, p_set jsonb)
+CREATE OR REPLACE FUNCTION mg_apply_conversation(p_id bigint, p_set jsonb)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
 	bad text[];
@@ -334,7 +293,7 @@ END $$;
 
 -- The jsonb array at p_turn->key, or an empty array; anything else is
 -- an error.
-CREATE FUNCTION mg_arr(p_turn jsonb, p_key text) RETURNS jsonb
+CREATE OR REPLACE FUNCTION mg_arr(p_turn jsonb, p_key text) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
 	IF p_turn IS NULL OR NOT p_turn ? p_key OR
@@ -349,7 +308,7 @@ END $$;
 
 -- Record bridges; each new one also writes funnel ponte_feita with the
 -- shift's responsible person. Returns the number of new bridges.
-CREATE FUNCTION mg_apply_handoffs(p_conv conversations, p_list jsonb,
+CREATE OR REPLACE FUNCTION mg_apply_handoffs(p_conv conversations, p_list jsonb,
     p_inbox_id bigint) RETURNS int
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -405,7 +364,8 @@ END $$;
 -- messages; the lease is released; next_attempt_at cleared.
 -- Returns {"ok":true, "outbox_ids":[...], "handoffs_new": n,
 -- "inbox_done": n}. Malformed input raises an error (nothing applied).
-CREATE FUNCTION mg_commit_turn(p_worker text, p_conversation_id bigint,
+CREATE OR REPLACE FUNCTION mg_commit_turn(p_worker text,
+    p_conversation_id bigint,
     p_turn jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -506,7 +466,7 @@ END $$;
 -- conversation return to pending untouched. Releases the lease.
 -- {"ok":true, "dead":[ids], "retry":[ids], "next_attempt_at"} or
 -- {"ok":false,"reason":"lease_lost"} (nothing changed).
-CREATE FUNCTION mg_fail_turn(p_worker text, p_conversation_id bigint,
+CREATE OR REPLACE FUNCTION mg_fail_turn(p_worker text, p_conversation_id bigint,
     p_inbox_ids bigint[], p_error text, p_max_attempts int) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -554,4 +514,210 @@ BEGIN
 	RETURN jsonb_build_object('ok', true,
 	    'dead', to_jsonb(coalesce(dead, '{}')),
 	    'retry', to_jsonb(coalesce(retry, '{}')), 'next_attempt_at', nxt);
+END $$;
+
+-- next_attempt_at is "claim no earlier than": never earlier than the
+-- sender's next allowed turn, whoever writes it.
+CREATE OR REPLACE FUNCTION mg_hold_sender() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.next_turn_at > now() AND (NEW.next_attempt_at IS NULL OR
+	    NEW.next_attempt_at < NEW.next_turn_at) THEN
+		NEW.next_attempt_at := NEW.next_turn_at;
+	END IF;
+	RETURN NEW;
+END $$;
+
+CREATE OR REPLACE TRIGGER conversations_hold_sender
+	BEFORE UPDATE ON conversations
+	FOR EACH ROW WHEN (NEW.next_turn_at IS NOT NULL)
+	EXECUTE FUNCTION mg_hold_sender();
+
+-- mg_sender_turn(conversation_id, inbox_ids, turns, window_s, window_ms):
+-- a turn of the conversation starts now (just claimed, its lease held).
+-- When some of its messages became due (newest + the double-texting
+-- window p_window_ms) before the hold ended, the limit delayed them:
+-- one audit row says how many this turn answers at once. Then now() is
+-- recorded and, with p_turns starts in the last p_window_s seconds, the
+-- next turn is held until the oldest of them is p_window_s old.
+CREATE OR REPLACE FUNCTION mg_sender_turn(p_conversation_id bigint,
+    p_inbox_ids jsonb,
+    p_turns int, p_window_s int, p_window_ms int) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	cv	conversations;
+	held	int;
+	first	bigint;
+	starts	timestamptz[];
+	n	int;
+BEGIN
+	SELECT * INTO cv FROM conversations WHERE id = p_conversation_id;
+	IF cv.next_turn_at IS NOT NULL THEN
+		SELECT count(*), min(i.id) INTO held, first FROM inbox i
+		WHERE i.id IN (SELECT x::bigint
+			FROM jsonb_array_elements_text(p_inbox_ids) x)
+		    AND i.received_at + make_interval(secs => p_window_ms /
+			1000.0) < cv.next_turn_at;
+		IF held > 0 THEN
+			INSERT INTO audit_log (conversation_id, inbox_id, step,
+			    decision, reason, details)
+			VALUES (cv.id, first, 'worker', 'rate_limited',
+			    format('sender over %s turns in %s s', p_turns,
+				p_window_s),
+			    jsonb_build_object('held', held,
+				'messages', jsonb_array_length(p_inbox_ids),
+				'held_until', cv.next_turn_at,
+				'turns', p_turns, 'window_s', p_window_s));
+		END IF;
+	END IF;
+	starts := cv.turn_starts || now();
+	n := cardinality(starts);
+	IF n > p_turns THEN
+		starts := starts[n - p_turns + 1 : n];
+		n := p_turns;
+	END IF;
+	UPDATE conversations SET turn_starts = starts,
+	    next_turn_at = CASE WHEN n >= p_turns THEN
+		starts[1] + make_interval(secs => p_window_s) END
+	WHERE id = cv.id;
+END $$;
+
+-- mg_claim_limited(worker, lease_seconds, window_ms, limit, turns,
+-- window_s): mg_claim, then each new turn is counted against its sender
+-- (mg_sender_turn). A take-over (retaken) is the same turn, not a new
+-- one. p_turns 0: no limit (mg_claim alone).
+CREATE OR REPLACE FUNCTION mg_claim_limited(p_worker text, p_lease_seconds int,
+    p_window_ms int, p_limit int, p_turns int, p_window_s int)
+RETURNS SETOF jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+	r	jsonb;
+BEGIN
+	FOR r IN SELECT * FROM mg_claim(p_worker, p_lease_seconds, p_window_ms,
+	    p_limit) LOOP
+		IF p_turns > 0 AND NOT (r ->> 'retaken')::boolean THEN
+			PERFORM mg_sender_turn((r ->> 'conversation_id')::bigint,
+			    r -> 'inbox_ids', p_turns, p_window_s, p_window_ms);
+		END IF;
+		RETURN NEXT r;
+	END LOOP;
+END $$;
+
+-- mg_claim_turns(worker, lease_seconds, window_ms, limit, turns,
+-- window_s, history, max_attempts): mg_claim_limited (above), each row
+-- with "context": mg_context(conversation, its inbox_ids, p_history)
+-- (above), read after the claim in the same transaction.
+--
+-- A message whose turn keeps dying with its process (its lease expired
+-- and was taken over, attempts + 1 each time) must not take every new
+-- process down with it: retaken with attempts >= p_max_attempts it is
+-- 'dead', audited like mg_fail_turn's (step "worker", decision "dead",
+-- its last_error, details {max_attempts, worker, retaken: true}), and
+-- left out of the turn; a turn left with no message is not returned and
+-- its lease is released.
+CREATE OR REPLACE FUNCTION mg_claim_turns(p_worker text, p_lease_seconds int,
+    p_window_ms int, p_limit int, p_turns int, p_window_s int,
+    p_history int, p_max_attempts int) RETURNS SETOF jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+	r	jsonb;
+	cid	bigint;
+	ids	bigint[];
+	ndead	int;
+BEGIN
+	FOR r IN SELECT * FROM mg_claim_limited(p_worker, p_lease_seconds,
+	    p_window_ms, p_limit, p_turns, p_window_s) LOOP
+		cid := (r ->> 'conversation_id')::bigint;
+		ids := ARRAY(SELECT x::bigint FROM
+		    jsonb_array_elements_text(r -> 'inbox_ids') x);
+		IF (r ->> 'retaken')::boolean THEN
+			WITH d AS (
+				UPDATE inbox SET state = 'dead', done_at = now()
+				WHERE id = ANY (ids)
+				    AND attempts >= p_max_attempts
+				RETURNING id, last_error
+			), a AS (
+				INSERT INTO audit_log (conversation_id, inbox_id,
+				    step, decision, reason, details)
+				SELECT cid, d.id, 'worker', 'dead', d.last_error,
+				    jsonb_build_object('max_attempts',
+					p_max_attempts, 'worker', p_worker,
+					'retaken', true)
+				FROM d
+			)
+			SELECT count(*) INTO ndead FROM d;
+			IF ndead = cardinality(ids) THEN
+				UPDATE conversations SET lease_owner = NULL,
+				    lease_until = NULL
+				WHERE id = cid;
+				CONTINUE;
+			ELSIF ndead > 0 THEN
+				ids := ARRAY(SELECT id FROM inbox
+				    WHERE id = ANY (ids) AND state = 'claimed'
+				    ORDER BY coalesce(wa_timestamp, received_at),
+					received_at, id);
+				r := jsonb_set(r, '{inbox_ids}', to_jsonb(ids));
+			END IF;
+		END IF;
+		RETURN NEXT r || jsonb_build_object('context',
+		    mg_context(cid, ids, p_history));
+	END LOOP;
+END $$;
+
+-- mg_start_read(worker, conversation_id, inbox_id, sender,
+-- send_lease_seconds, send_limit): mg_enqueue_read (40_outbox.sql),
+-- then up to p_send_limit of the conversation's due outbox rows (the
+-- receipt among them) leased to p_sender:
+-- {"ok":true,"outbox_id","send":[rows as
+-- mg_claim_outbox returns them]}. p_sender NULL or p_send_limit 0: the
+-- sender's own claim takes them ("send": []).
+CREATE OR REPLACE FUNCTION mg_start_read(p_worker text,
+    p_conversation_id bigint,
+    p_inbox_id bigint, p_sender text, p_send_lease_seconds int,
+    p_send_limit int)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN mg_lease_send(mg_enqueue_read(p_worker, p_conversation_id,
+	    p_inbox_id), p_sender, p_send_lease_seconds, p_send_limit,
+	    p_conversation_id);
+END $$;
+
+-- mg_commit_send(worker, conversation_id, turn, sender,
+-- send_lease_seconds, send_limit): mg_commit_turn (above), then up to
+-- p_send_limit of the conversation's due outbox rows (the turn's reply
+-- when nothing of the conversation is still in flight) leased to
+-- p_sender in the same transaction: the commit's answer gains
+-- "send": [rows as mg_claim_outbox returns them].
+--
+-- A human who took the chat over (mg_takeover) while the turn ran gets
+-- no AI reply behind their back: when the conversation is under human
+-- control at commit and the turn did not hand it over itself (its
+-- "conversation" sets no "control"), the turn commits without its
+-- outbox rows, audited (step "control", decision "human", reason
+-- "reply_withheld", details {outbox: rows withheld}).
+CREATE OR REPLACE FUNCTION mg_commit_send(p_worker text,
+    p_conversation_id bigint,
+    p_turn jsonb, p_sender text, p_send_lease_seconds int,
+    p_send_limit int) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+	turn	jsonb := p_turn;
+	ctl	text;
+BEGIN
+	-- The lock mg_commit_turn takes, taken first: no takeover between
+	-- this check and the commit.
+	SELECT control INTO ctl FROM conversations
+	WHERE id = p_conversation_id FOR UPDATE;
+	IF ctl = 'human' AND jsonb_array_length(mg_arr(p_turn, 'outbox')) > 0
+	    AND NOT coalesce(p_turn -> 'conversation' ? 'control', false) THEN
+		turn := p_turn || jsonb_build_object('outbox', '[]'::jsonb,
+		    'audit', mg_arr(p_turn, 'audit') || jsonb_build_object(
+			'step', 'control', 'decision', 'human',
+			'reason', 'reply_withheld', 'details',
+			jsonb_build_object('outbox',
+			    jsonb_array_length(mg_arr(p_turn, 'outbox')))));
+	END IF;
+	RETURN mg_lease_send(mg_commit_turn(p_worker, p_conversation_id, turn),
+	    p_sender, p_send_lease_seconds, p_send_limit, p_conversation_id);
 END $$;
