@@ -17,7 +17,8 @@
 -- feature_flag_changes): those fail with "permission denied" before any
 -- trigger runs. Migrations stay with the owner. Personal data in the audit
 -- trail is blanked only by the owner's SECURITY DEFINER functions
--- mg_retain and mg_forget (sql/0011_lgpd.sql), which the role may call.
+-- mg_retain and mg_forget (sql/functions/95_lgpd.sql), which the role may
+-- call.
 -- SPDX-License-Identifier: MIT
 
 DO $$

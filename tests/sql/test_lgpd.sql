@@ -1,4 +1,4 @@
--- test_lgpd.sql -- sql/0011_lgpd.sql: retention (mg_retain) keeps ids,
+-- test_lgpd.sql -- sql/functions/95_lgpd.sql: retention (mg_retain) keeps ids,
 -- times, decisions, modes and funnel rows and blanks the personal fields
 -- of old rows, through the owner's function only; forget (mg_forget)
 -- pseudonymises one doctor and is refused during a turn; export.

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../../src/llm_wire.h"
+#include "../../../src/llm/wire.h"
 
 #define OFERTA_TOOLS \
 	"[{\"name\":\"buscar_vagas\"},{\"name\":\"criar_handoff_externo\"}," \
