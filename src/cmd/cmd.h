@@ -26,6 +26,9 @@ int	cmd_flag(int, char **);
 int	cmd_takeover(int, char **);
 int	cmd_release(int, char **);
 int	cmd_set_mode(int, char **);
+int	cmd_opt_out(int, char **);
+int	cmd_opt_in(int, char **);
+int	cmd_cooling_off(int, char **);
 int	cmd_funnel(int, char **);
 
 #endif
