@@ -148,7 +148,9 @@ def test_prompt_dates_and_audit_evidence(h):
     llm.script([{"text": "Oi!"}])
     send(h, "wamid.dt1", "quero saber de vagas")
     settled(h, "wamid.dt1")
-    sysp = llm_calls(llm)[-1]["body"]["system"]
+    body = llm_calls(llm)[-1]["body"]
+    eq(body.get("temperature"), 0.3, "LLM_TEMPERATURE's default is sent")
+    sysp = body["system"]
     assert "Hoje é " in sysp and "horário de Brasília" in sysp, sysp[-600:]
     r = json.loads(audit(h, "router")[-1][2])
     eq(r["intent"], "INTERESSE_VAGA", "intent on the router row")
