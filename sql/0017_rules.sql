@@ -7,3 +7,20 @@ COMMENT ON COLUMN conversations.objecao_at IS
     'when the open (or last) objection was made in oferta';
 COMMENT ON COLUMN conversations.objecao_motivo IS
     'what was objected (the words the detector matched, no message text)';
+
+-- The funnel of the design (issue 13): where a shift came from and who is
+-- responsible for it, on the shift and on every funnel row about it, and
+-- the seconds from the doctor's interest to the bridge on ponte_feita.
+ALTER TABLE vagas
+    ADD COLUMN origem_vaga text NOT NULL DEFAULT 'manual',
+    ADD COLUMN responsavel_id text;
+COMMENT ON COLUMN vagas.origem_vaga IS
+    'where the shift came from (manual, an import, a partner...)';
+COMMENT ON COLUMN vagas.responsavel_id IS
+    'the responsible person''s id in the staffing system, if any';
+ALTER TABLE funnel_events
+    ADD COLUMN tempo_ate_ponte integer,
+    ADD COLUMN origem_vaga text,
+    ADD COLUMN responsavel_id text;
+COMMENT ON COLUMN funnel_events.tempo_ate_ponte IS
+    'ponte_feita: seconds from the interest it answered to the bridge';
