@@ -24,3 +24,20 @@ ALTER TABLE funnel_events
     ADD COLUMN responsavel_id text;
 COMMENT ON COLUMN funnel_events.tempo_ate_ponte IS
     'ponte_feita: seconds from the interest it answered to the bridge';
+
+-- Campaigns (issue 13): one row per doctor and campaign, whatever became of
+-- it; unique, so starting a campaign again sends nothing new.
+CREATE TABLE campaign_sends (
+	id		bigserial PRIMARY KEY,
+	campaign_id	text NOT NULL,
+	wa_id		text NOT NULL,
+	phone_number_id	text,
+	conversation_id	bigint REFERENCES conversations (id),
+	state		text NOT NULL CHECK (state IN ('queued', 'skipped')),
+	skip_reason	text CHECK ((state = 'skipped') = (skip_reason IS NOT NULL)),
+	outbox_id	bigint,
+	template	text NOT NULL,
+	created_at	timestamptz NOT NULL DEFAULT now(),
+	UNIQUE (campaign_id, wa_id)
+);
+CREATE INDEX campaign_sends_conv ON campaign_sends (conversation_id);

@@ -50,6 +50,10 @@ static const struct cmd_entry cmd_table[] = {
 	{ "cooling-off", cmd_cooling_off, "cooling-off WA_ID (--days N | "
 	  "--clear) [--by WHO] [--phone-number-id ID]",
 	  "pause proactive messages for N days, or end the pause" },
+	{ "campaign", cmd_campaign, "campaign start ID --template NAME:LANG "
+	  "[--phone-number-id ID] [--rate N] (WA_ID... | --file F) | "
+	  "campaign status ID",
+	  "a template to a list of doctors, once each; its figures" },
 	{ "funnel", cmd_funnel, "funnel [--since DATE] [--until DATE]",
 	  "the funnel metrics, overall and per day, beside their targets" },
 };
