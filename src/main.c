@@ -41,6 +41,19 @@ static const struct cmd_entry cmd_table[] = {
 	{ "set-mode", cmd_set_mode, "set-mode WA_ID MODE [--reason TEXT] "
 	  "[--by WHO] [--phone-number-id ID]",
 	  "set the conversation mode by hand (mode_source manual)" },
+	{ "opt-out", cmd_opt_out, "opt-out WA_ID [--by WHO] "
+	  "[--phone-number-id ID]",
+	  "record the doctor's opt-out (nothing is sent)" },
+	{ "opt-in", cmd_opt_in, "opt-in WA_ID [--by WHO] "
+	  "[--phone-number-id ID]",
+	  "clear the doctor's opt-out" },
+	{ "cooling-off", cmd_cooling_off, "cooling-off WA_ID (--days N | "
+	  "--clear) [--by WHO] [--phone-number-id ID]",
+	  "pause proactive messages for N days, or end the pause" },
+	{ "campaign", cmd_campaign, "campaign start ID --template NAME:LANG "
+	  "[--phone-number-id ID] [--rate N] (WA_ID... | --file F) | "
+	  "campaign status ID",
+	  "a template to a list of doctors, once each; its figures" },
 	{ "funnel", cmd_funnel, "funnel [--since DATE] [--until DATE]",
 	  "the funnel metrics, overall and per day, beside their targets" },
 	{ "forget", cmd_forget, "forget WA_ID [--by WHO] [--reason TEXT]",

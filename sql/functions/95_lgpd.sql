@@ -229,10 +229,10 @@ END $$;
 -- everywhere (LGPD Art. 18). The number (and each BSUID, each wamid of
 -- the doctor's messages and replies, which embed the number) becomes its
 -- pseudonym in conversations, inbox, outbox, message_statuses,
--- funnel_events and audit details; webhook events naming the doctor keep
--- only their id; message contents,
--- replies' texts, names, memory, specialty and region, prompts and tool
--- data are removed; unsent replies are dropped and unanswered messages
+-- funnel_events, campaign_sends and audit details; webhook events naming
+-- the doctor keep only their id; message contents,
+-- replies' texts, names, memory, specialty, region and objection words,
+-- prompts and tool data are removed; unsent replies are dropped and unanswered messages
 -- skipped; signed bodies kept for replay that hold the number are
 -- deleted. Counts, times, modes, decisions and funnel rows stay.
 -- Refused while a turn holds one of the conversations or one of its
@@ -274,7 +274,8 @@ BEGIN
 	    AND i.phone_number_id = c.phone_number_id
 	    AND i.sender_key = c.wa_id;
 	IF cardinality(convs) = 0 AND NOT EXISTS (SELECT 1 FROM inbox
-	    WHERE sender_key = p_wa_id OR wa_id = p_wa_id) THEN
+	    WHERE sender_key = p_wa_id OR wa_id = p_wa_id) AND NOT EXISTS (
+	    SELECT 1 FROM campaign_sends WHERE wa_id = p_wa_id) THEN
 		RAISE EXCEPTION 'nothing is stored about that WA_ID'
 		    USING ERRCODE = 'no_data_found';
 	END IF;
@@ -361,8 +362,14 @@ BEGIN
 	GET DIAGNOSTICS n = ROW_COUNT;
 	res := res || jsonb_build_object('webhook_failures', n);
 
+	UPDATE campaign_sends SET wa_id = pseud
+	WHERE wa_id = p_wa_id OR conversation_id = ANY (convs);
+	GET DIAGNOSTICS n = ROW_COUNT;
+	res := res || jsonb_build_object('campaign_sends', n);
+
 	UPDATE conversations SET wa_id = pseud, user_id = NULL,
-	    profile_name = NULL, especialidade = NULL, regiao = NULL
+	    profile_name = NULL, especialidade = NULL, regiao = NULL,
+	    objecao_motivo = NULL
 	WHERE id = ANY (convs);
 
 	res := res || jsonb_build_object('pseudonym', pseud,
@@ -380,7 +387,8 @@ END $$;
 -- mg_export(wa_id, by): everything stored about one doctor (LGPD Art. 18,
 -- access), one document: per conversation its row, messages (with their
 -- text), replies, memory, bridges (with the shift), follow-ups, funnel
--- and audit rows; plus delivery statuses and messages not yet linked.
+-- and audit rows; plus delivery statuses, campaign sends and messages
+-- not yet linked.
 -- Audited (step 'lgpd', decision 'export'). SQLSTATE P0002 when nothing
 -- is stored.
 CREATE OR REPLACE FUNCTION mg_export(p_wa_id text, p_who text) RETURNS jsonb
@@ -392,7 +400,8 @@ BEGIN
 	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO convs
 	FROM conversations WHERE wa_id = p_wa_id;
 	IF cardinality(convs) = 0 AND NOT EXISTS (SELECT 1 FROM inbox
-	    WHERE sender_key = p_wa_id OR wa_id = p_wa_id) THEN
+	    WHERE sender_key = p_wa_id OR wa_id = p_wa_id) AND NOT EXISTS (
+	    SELECT 1 FROM campaign_sends WHERE wa_id = p_wa_id) THEN
 		RAISE EXCEPTION 'nothing is stored about that WA_ID'
 		    USING ERRCODE = 'no_data_found';
 	END IF;
@@ -428,6 +437,9 @@ BEGIN
 		WHERE s.wamid IN (SELECT wamid FROM outbox
 		    WHERE conversation_id = ANY (convs))
 		OR s.recipient = p_wa_id),
+	    'campaign_sends', (SELECT coalesce(jsonb_agg(to_jsonb(cs)
+		ORDER BY cs.id), '[]') FROM campaign_sends cs
+		WHERE cs.wa_id = p_wa_id OR cs.conversation_id = ANY (convs)),
 	    'messages_not_linked', (SELECT coalesce(jsonb_agg(to_jsonb(i) ||
 		jsonb_build_object('text', mg_inbound_text(i.msg_type, i.raw))
 		ORDER BY i.id), '[]') FROM inbox i

@@ -113,12 +113,12 @@ tap $? "fresh: a second migrate changes no definition" "$tmp/d"
 psql -X -q -v ON_ERROR_STOP=1 -d prev -f tests/sql/baseline_0009.sql \
     >"$tmp/r" 2>&1
 tap $? "previous baseline restores" "$tmp/r"
-# Migrations numbered after the baseline (0009) apply on top of it.
-nnew=$(ls sql | grep -E '^[0-9]{4}_.*\.sql$' | awk '$0 > "0009"' | wc -l)
 migrate prev "$tmp/m3"
 rc=$?
+# the versioned migrations added since that baseline (0010 on)
+nnew=$(ls sql | grep -cE '^(00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})_.*\.sql$')
 grep -q "^migrate: $nnew applied, .*functions: $nfn files re-applied" "$tmp/m3"
-tap $((rc + $?)) "previous baseline: migrate applies $nnew and re-applies $nfn files" "$tmp/m3"
+tap $((rc + $?)) "previous baseline: migrate applies the $nnew newer and re-applies $nfn files" "$tmp/m3"
 defs prev "$tmp/prev"
 for kind in function view trigger column constraint index sequence flag; do
 	# One kind's lines (a definition runs until the next "== ").

@@ -4,7 +4,7 @@
 -- pseudonymises one doctor and is refused during a turn; export.
 -- SPDX-License-Identifier: MIT
 BEGIN;
-SELECT plan(47);
+SELECT plan(48);
 
 \set QUIET on
 \i sql/roles.sql
@@ -193,6 +193,9 @@ SELECT throws_ok($$UPDATE audit_log SET details = '{}' WHERE id = 9205$$, '42501
 -- Forget ------------------------------------------------------------------
 INSERT INTO conversations (id, phone_number_id, wa_id, profile_name)
 VALUES (903, 'PN2', '5511977776666', 'Dra. Bia');
+INSERT INTO campaign_sends (campaign_id, wa_id, phone_number_id,
+    conversation_id, state, template)
+VALUES ('reativar-nov', '5511977776666', 'PN1', 901, 'queued', 'retomar:pt_BR');
 UPDATE conversations SET lease_owner = 'w1', lease_until = now() + interval '1 minute'
 WHERE id = 903;
 SELECT throws_ok($$SELECT mg_forget('5511977776666', 'ana', NULL)$$, '55006', NULL,
@@ -216,7 +219,8 @@ SELECT is((SELECT count(*) FROM (
 	SELECT to_jsonb(x)::text FROM outbox x UNION ALL
 	SELECT to_jsonb(x)::text FROM audit_log x UNION ALL
 	SELECT to_jsonb(x)::text FROM funnel_events x UNION ALL
-	SELECT to_jsonb(x)::text FROM conversations x) a
+	SELECT to_jsonb(x)::text FROM conversations x UNION ALL
+	SELECT to_jsonb(x)::text FROM campaign_sends x) a
     WHERE t LIKE '%5511977776666%' OR t LIKE '%tem plantão noturno%'
 	OR t LIKE '%Dra. Bia%' OR t LIKE '%Tenho sim%'), 0::bigint,
     'neither the number, the name nor a text is left');
@@ -226,6 +230,8 @@ SELECT results_eq($$SELECT count(*), count(DISTINCT step) FILTER (WHERE step = '
     'forget is audited once per conversation, with who and why');
 SELECT is((SELECT count(*) FROM funnel_events WHERE conversation_id = 901), 1::bigint,
     'the funnel row stays (pseudonymised)');
+SELECT is((SELECT wa_id FROM campaign_sends WHERE campaign_id = 'reativar-nov'),
+    (SELECT r ->> 'pseudonym' FROM f), 'a campaign send keeps its row, under the pseudonym');
 SELECT is(jsonb_array_length(mg_export((SELECT r ->> 'pseudonym' FROM f), 'ana')
     -> 'conversations'), 2, 'export finds the pseudonymised conversations');
 
