@@ -41,3 +41,13 @@ CREATE TABLE campaign_sends (
 	UNIQUE (campaign_id, wa_id)
 );
 CREATE INDEX campaign_sends_conv ON campaign_sends (conversation_id);
+
+-- Shadow mode's own state (issue 17): with the flag at shadow the router
+-- decides from, and moves, these columns only, so the whole path (pending
+-- micro-confirmations, CONFIRM) is measured without touching the real mode.
+ALTER TABLE conversations
+    ADD COLUMN shadow_mode text CHECK (shadow_mode IN ('discovery', 'oferta',
+	'followup', 'reativacao')),
+    ADD COLUMN shadow_pending text CHECK (shadow_pending IN ('discovery',
+	'oferta', 'followup', 'reativacao')),
+    ADD COLUMN shadow_pending_at timestamptz;

@@ -235,3 +235,58 @@ def test_campaign_pacing_and_cooling_off(h):
               "'5511900000013'"), "cooling_off", "cooling-off skipped")
     rc, out, err = cli(h, "campaign", "start", "x", "--template", "semlang")
     eq(rc, 64, "usage")
+
+
+def test_reply_after_a_bridge_guarded_for_oferta(h):
+    """A bridge moves oferta to followup mid-turn; the reply, written under
+    oferta's prompt, is still checked against oferta's claims (negotiating
+    pay is not a followup claim): it is regenerated, not sent."""
+    llm = ready(h)
+    add_vaga(h)
+    in_mode(h, "oferta")
+    bad = ("Passei seu contato pro Dr. Paulo! O plantão paga R$ 1.500 e "
+           "consigo negociar um valor maior pra você.")
+    llm.script([{"tool_calls": [{"name": "criar_handoff_externo",
+                                 "arguments": {"vaga_id": 1}}]},
+                {"text": bad},
+                {"text": "Passei seu contato pro responsável pela vaga!"}])
+    send(h, "wamid.bg1", "sim, pode passar meu contato")
+    settled(h, "wamid.bg1")
+    eq(conv(h, "conversation_mode"), "followup", "bridge made")
+    g = audit(h, "guard")[-2:]	# this turn's: the reply, its regeneration
+    eq(g[0][:2], ("regenerate", "negocia_valor"), "oferta's claim caught")
+    eq(sorted(json.loads(g[0][2])["modes_checked"]), ["followup", "oferta"],
+       "both modes checked")
+    eq(g[1][0], "pass", "the regeneration passes")
+    eq(replies(h)[-1], "Passei seu contato pro responsável pela vaga!",
+       "the clean regeneration is sent")
+
+
+def test_closed_outcome_confirms_the_booking(h):
+    """DESFECHO_FECHOU in followup records fechado_com_responsavel and sets
+    reserva_confirmada; a new offer cycle (CONFIRM into oferta) clears it.
+    salvar_memoria offers especialidade and regiao, and fills them."""
+    llm = ready(h)
+    in_mode(h, "followup")
+    llm.script([{"text": "Que ótimo, parabéns!"}])
+    send(h, "wamid.rc1", "deu certo, fechei o plantão com ele!")
+    settled(h, "wamid.rc1")
+    eq(conv(h, "reserva_confirmada"), "t", "booking confirmed")
+    llm.script([{"text": "Show! Quer que eu mande os detalhes?"}])
+    send(h, "wamid.rc2", "tem mais vaga pra mim?")
+    settled(h, "wamid.rc2")
+    eq(conv(h, "pending_transition"), "oferta", "a new offer, pending")
+    schema = [t for t in llm_calls(llm)[-1]["body"]["tools"]
+              if t["name"] == "salvar_memoria"][0]["input_schema"]
+    assert {"especialidade", "regiao"} <= set(schema["properties"]), schema
+    llm.script([{"tool_calls": [{"name": "salvar_memoria", "arguments":
+                                 {"fato": "pediatra em Campinas",
+                                  "especialidade": "Pediatria",
+                                  "regiao": "Campinas"}}]},
+                {"text": "Anotado!"}])
+    send(h, "wamid.rc3", "sim, sou pediatra em Campinas")
+    settled(h, "wamid.rc3")
+    eq((conv(h, "conversation_mode"), conv(h, "reserva_confirmada")),
+       ("oferta", "f"), "a new cycle clears the booking")
+    eq((conv(h, "especialidade"), conv(h, "regiao")),
+       ("Pediatria", "Campinas"), "memory fills the columns")
