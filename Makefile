@@ -172,10 +172,23 @@ $(BUILD)/bench/intent_bench: tests/bench/intent_bench.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIBCORE) $(LDFLAGS) -lm
 
+# Intents (rules + model) over the train authors' messages, and guard
+# checks (rules + model, every claim) over their replies.
+BENCH_MSGS_TSV = tests/corpus/messages/a1.tsv
+BENCH_REPLIES_TSV = tests/corpus/replies/a1.tsv
 .PHONY: bench-intent
-bench-intent: $(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat
+bench-intent: $(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat \
+    $(BUILD)/rules/mode/claims.flat
 	@$(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat \
-	    tests/cases/intent.tsv
+	    mode/intent.model $(BENCH_MSGS_TSV) \
+	    $(BUILD)/rules/mode/claims.flat mode/guard.model \
+	    $(BENCH_REPLIES_TSV)
+
+# Learn mode/intent.model and mode/guard.model from tests/corpus (the
+# train authors; the dev authors calibrate). Deterministic.
+.PHONY: train
+train: $(BIN)/modegate
+	$(BIN)/modegate train --corpus tests/corpus
 
 # Fuzzing (libFuzzer, clang): every harness in tests/fuzz/ against its seed
 # corpus in tests/fuzz/corpus/<target>/ for FUZZ_SECONDS each; any crash

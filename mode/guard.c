@@ -23,8 +23,9 @@ struct claim {
 };
 
 struct claims {
-	struct claim	c[GUARD_MAX_CLAIMS];
-	size_t		n;
+	struct claim		 c[GUARD_MAX_CLAIMS];
+	size_t			 n;
+	const struct model	*model;		/* borrowed; may be NULL */
 };
 
 /* The keys a claim may have; anything else is a typo worth reporting. */
@@ -325,39 +326,143 @@ clause_next(const char *s, size_t n, size_t *pos, size_t *start,
 
 /* True when the normalised clause violates claim c. */
 static bool
-claim_violated(const struct claim *c, const char *norm, bool question)
+claim_violated(const struct claim *c, const struct match_text *mt,
+    bool question)
 {
 	size_t	i;
 
 	if (question && c->skip_questions)
 		return false;
 	for (i = 0; i < c->nallow; i++)
-		if (match_find(&c->allow[i], norm, NULL, NULL))
+		if (match_find_text(&c->allow[i], mt, 0, NULL, NULL))
 			return false;
 	for (i = 0; i < c->npat; i++)
-		if (match_find(&c->pat[i], norm, NULL, NULL))
+		if (match_find_text(&c->pat[i], mt, 0, NULL, NULL))
 			return true;
 	return false;
+}
+
+/* The claims (all of them) whose rules fire in some clause of reply. */
+static void
+rules_hits(const struct claims *cl, const char *reply, size_t len, bool *hit)
+{
+	struct match_text	mt;
+	char			norm[GUARD_CHUNK * 4 + 64];
+	bool			question;
+	size_t			pos = 0, start, clen, i;
+
+	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
+	while (clause_next(reply, len, &pos, &start, &clen, &question)) {
+		if (text_normalize(reply + start, clen, norm, sizeof norm) == 0)
+			continue;
+		match_text_init(&mt, norm);
+		for (i = 0; i < cl->n; i++)
+			if (!hit[i])
+				hit[i] = claim_violated(&cl->c[i], &mt,
+				    question);
+	}
+}
+
+/* Features of the reply given the rules' hits. */
+static void
+feats_reply(const struct claims *cl, const char *reply, size_t len,
+    const bool *hit, struct feats *f)
+{
+	char	norm[2048];
+	size_t	i;
+
+	text_normalize(reply, len, norm, sizeof norm);
+	feats_text(f, norm);
+	if (memchr(reply, '?', len) != NULL)
+		feats_add(f, 'q', "?", 1);
+	for (i = 0; i < cl->n; i++)
+		if (hit[i])
+			feats_add(f, 'r', cl->c[i].id, strlen(cl->c[i].id));
+}
+
+void
+claims_set_model(struct claims *cl, const struct model *m)
+{
+	cl->model = m;
+}
+
+void
+guard_features(const struct claims *cl, const char *reply, size_t len,
+    struct feats *f)
+{
+	bool	hit[GUARD_MAX_CLAIMS];
+
+	rules_hits(cl, reply, len, hit);
+	feats_reply(cl, reply, len, hit, f);
+}
+
+int
+guard_probs(const struct claims *cl, const int *which, size_t nwhich,
+    const char *reply, size_t len, double *prob)
+{
+	struct feats	f;
+	bool		hit[GUARD_MAX_CLAIMS];
+	uint32_t	mask = 1;
+	size_t		i;
+
+	if (cl->model == NULL)
+		return -1;
+	for (i = 0; i < nwhich; i++)
+		if (which[i] >= 0 && (size_t)which[i] < cl->n &&
+		    which[i] + 1 < MODEL_MAX_LABELS)
+			mask |= 1u << (which[i] + 1);
+	rules_hits(cl, reply, len, hit);
+	feats_init(&f, NULL);
+	feats_reply(cl, reply, len, hit, &f);
+	model_probs(cl->model, &f, mask, prob);
+	return 0;
+}
+
+/* The model's verdict: hit[] gets the claims more likely than OK. */
+static void
+guard_model(const struct claims *cl, const int *which, size_t nwhich,
+    const char *reply, size_t len, bool *hit)
+{
+	double	prob[MODEL_MAX_LABELS], thr;
+	size_t	i;
+	int	idx;
+
+	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
+	if (guard_probs(cl, which, nwhich, reply, len, prob) == -1)
+		return;
+	for (i = 0; i < nwhich; i++) {
+		idx = which[i];
+		if (idx < 0 || (size_t)idx >= cl->n)
+			continue;
+		thr = model_threshold(cl->model, (size_t)idx + 1);
+		if (prob[idx + 1] > prob[0] && prob[idx + 1] >= thr)
+			hit[idx] = true;
+	}
 }
 
 size_t
 guard_check(const struct claims *cl, const int *which, size_t nwhich,
     const char *reply, size_t len, int *violated, size_t max)
 {
+	struct match_text	mt;
 	bool	hit[GUARD_MAX_CLAIMS], question, listed[GUARD_MAX_CLAIMS];
 	char	norm[GUARD_CHUNK * 4 + 64];
 	size_t	pos = 0, start, clen, i, nv = 0;
 	int	idx;
 
 	memset(hit, 0, sizeof hit);
-	while (clause_next(reply, len, &pos, &start, &clen, &question)) {
+	if (cl->model != NULL)
+		guard_model(cl, which, nwhich, reply, len, hit);
+	while (cl->model == NULL &&
+	    clause_next(reply, len, &pos, &start, &clen, &question)) {
 		if (text_normalize(reply + start, clen, norm, sizeof norm) == 0)
 			continue;
+		match_text_init(&mt, norm);
 		for (i = 0; i < nwhich; i++) {
 			idx = which[i];
 			if (idx < 0 || (size_t)idx >= cl->n || hit[idx])
 				continue;
-			hit[idx] = claim_violated(&cl->c[idx], norm, question);
+			hit[idx] = claim_violated(&cl->c[idx], &mt, question);
 		}
 	}
 	memset(listed, 0, sizeof listed);

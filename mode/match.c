@@ -9,6 +9,25 @@
 #include "match.h"
 #include "normalize.h"
 
+/* The bloom bit of a word by its first two bytes (one for a 1-byte word). */
+static unsigned
+match_bloom_bit(const char *w, size_t len)
+{
+	unsigned	h;
+
+	h = (unsigned char)w[0] * 31u + (len > 1 ? (unsigned char)w[1] : 0u);
+	return (h * 2654435761u) >> 25;		/* 0..127 */
+}
+
+/* Set the bloom bit of a word. */
+static void
+match_bloom_set(uint64_t *bloom, const char *w, size_t len)
+{
+	unsigned	b = match_bloom_bit(w, len);
+
+	bloom[b >> 6] |= (uint64_t)1 << (b & 63);
+}
+
 /* Add one alternative (len bytes at w, maybe ending in '*') to mp. */
 static int
 match_add_alt(struct pattern *p, struct match_pos *mp, const char *w,
@@ -37,6 +56,11 @@ match_add_alt(struct pattern *p, struct match_pos *mp, const char *w,
 	}
 	memcpy(p->buf + *used, norm, n + 1);
 	mp->alt[mp->nalt] = (uint16_t)*used;
+	mp->altlen[mp->nalt] = (uint8_t)n;
+	if (prefix && n == 1)
+		mp->first |= (uint64_t)1 << ((unsigned char)norm[0] & 63);
+	else
+		match_bloom_set(mp->bloom, norm, n);
 	if (prefix)
 		mp->prefix |= (uint16_t)(1u << mp->nalt);
 	mp->nalt++;
@@ -132,22 +156,6 @@ match_compile(struct pattern *p, const char *src, char *err, size_t errlen)
 	return match_check_shape(p, err, errlen);
 }
 
-/* Length of the word at w. */
-static size_t
-word_len(const char *w)
-{
-	return strcspn(w, " ");
-}
-
-/* The start of the word after the one at w, or NULL at the end. */
-static const char *
-word_next(const char *w)
-{
-	w += word_len(w);
-	w += strspn(w, " ");
-	return *w == '\0' ? NULL : w;
-}
-
 /* Does the word (len bytes at w) fit one of mp's alternatives? */
 static bool
 match_word(const struct pattern *p, const struct match_pos *mp,
@@ -158,7 +166,9 @@ match_word(const struct pattern *p, const struct match_pos *mp,
 
 	for (i = 0; i < mp->nalt; i++) {
 		a = p->buf + mp->alt[i];
-		al = strlen(a);
+		al = mp->altlen[i];
+		if (a[0] != w[0])
+			continue;
 		if (mp->prefix & (1u << i)) {
 			if (al <= len && memcmp(a, w, al) == 0)
 				return true;
@@ -168,17 +178,17 @@ match_word(const struct pattern *p, const struct match_pos *mp,
 	return false;
 }
 
-/* Match positions i.. against the words from w (NULL: none left); last
- * is the end of the previous matched word. Sets *end on success. */
+/* Match positions i.. against the words from wi of mt (wi == n: none
+ * left); last is the end of the previous matched word. Sets *end. */
 static bool
-match_at(const struct pattern *p, size_t i, const char *w,
-    const char *last, const char **end)
+match_at(const struct pattern *p, size_t i, const struct match_text *mt,
+    size_t wi, size_t last, size_t *end)
 {
 	const struct match_pos	*mp;
-	size_t			 k, len;
+	size_t			 k;
 
 	if (i == p->npos) {
-		if (p->anchor_end && w != NULL)
+		if (p->anchor_end && wi < mt->n)
 			return false;
 		*end = last;
 		return true;
@@ -186,42 +196,100 @@ match_at(const struct pattern *p, size_t i, const char *w,
 	mp = &p->pos[i];
 	if (mp->kind == MATCH_GAP) {
 		for (k = 0; k <= MATCH_GAP_MAX; k++) {
-			if (match_at(p, i + 1, w, last, end))
+			if (match_at(p, i + 1, mt, wi, last, end))
 				return true;
-			if (w == NULL)
+			if (wi >= mt->n)
 				return false;
-			last = w + word_len(w);
-			w = word_next(w);
+			last = (size_t)mt->start[wi] + mt->len[wi];
+			wi++;
 		}
 		return false;
 	}
-	if (w == NULL)
+	if (wi >= mt->n)
 		return false;
-	len = word_len(w);
-	if (mp->kind == MATCH_WORD && !match_word(p, mp, w, len))
+	if (mp->kind == MATCH_WORD && !match_word(p, mp, mt->text +
+	    mt->start[wi], mt->len[wi]))
 		return false;
-	return match_at(p, i + 1, word_next(w), w + len, end);
+	return match_at(p, i + 1, mt, wi + 1, (size_t)mt->start[wi] +
+	    mt->len[wi], end);
+}
+
+void
+match_text_init(struct match_text *mt, const char *text)
+{
+	const char	*w = text;
+	size_t		 len;
+
+	mt->text = text;
+	mt->n = 0;
+	mt->bloom[0] = mt->bloom[1] = 0;
+	mt->first = 0;
+	for (;;) {
+		w += strspn(w, " ");
+		if (*w == '\0' || mt->n == MATCH_TEXT_WORDS ||
+		    w - text > 65535 - 256)
+			break;
+		len = strcspn(w, " ");
+		if (len > 255)
+			len = 255;
+		mt->start[mt->n] = (uint16_t)(w - text);
+		mt->len[mt->n] = (uint16_t)len;
+		mt->n++;
+		match_bloom_set(mt->bloom, w, len);
+		mt->first |= (uint64_t)1 << ((unsigned char)w[0] & 63);
+		w += strcspn(w, " ");
+	}
+}
+
+/* Can every word position of p find some word of mt (by the bloom)? */
+static bool
+match_possible(const struct pattern *p, const struct match_text *mt)
+{
+	const struct match_pos	*mp;
+	size_t			 i;
+
+	for (i = 0; i < p->npos; i++) {
+		mp = &p->pos[i];
+		if (mp->kind != MATCH_WORD)
+			continue;
+		if ((mp->bloom[0] & mt->bloom[0]) == 0 &&
+		    (mp->bloom[1] & mt->bloom[1]) == 0 &&
+		    (mp->first & mt->first) == 0)
+			return false;
+	}
+	return true;
 }
 
 bool
-match_find(const struct pattern *p, const char *text, size_t *start,
-    size_t *end)
+match_find_text(const struct pattern *p, const struct match_text *mt,
+    size_t from, size_t *start, size_t *end)
 {
-	const char	*w, *e;
+	size_t	wi, e;
 
-	w = text + strspn(text, " ");
-	if (*w == '\0')
+	if (mt->n == 0 || !match_possible(p, mt))
 		return false;
-	for (; w != NULL; w = word_next(w)) {
-		if (match_at(p, 0, w, w, &e)) {
+	if (p->anchor_start && from > 0)
+		return false;
+	for (wi = from; wi < mt->n; wi++) {
+		if (match_at(p, 0, mt, wi, mt->start[wi], &e)) {
 			if (start != NULL)
-				*start = (size_t)(w - text);
+				*start = mt->start[wi];
 			if (end != NULL)
-				*end = (size_t)(e - text);
+				*end = e;
 			return true;
 		}
 		if (p->anchor_start)
 			break;
 	}
 	return false;
+}
+
+bool
+match_find(const struct pattern *p, const char *text, size_t *start,
+    size_t *end)
+{
+	struct match_text	mt;
+
+	match_text_init(&mt, text);
+	return match_find_text(p, &mt, 0, start, end);
 }

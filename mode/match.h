@@ -41,7 +41,10 @@ struct match_pos {
 	uint8_t		kind;		/* enum match_kind */
 	uint8_t		nalt;
 	uint16_t	alt[MATCH_MAX_ALT];	/* offsets into buf */
+	uint8_t		altlen[MATCH_MAX_ALT];	/* their lengths */
 	uint16_t	prefix;		/* bit i: alternative i is word* */
+	uint64_t	bloom[2];	/* the alternatives' first two bytes */
+	uint64_t	first;		/* one-letter prefixes ("a*") */
 };
 
 struct pattern {
@@ -68,5 +71,29 @@ int	match_compile(struct pattern *p, const char *src, char *err,
  */
 bool	match_find(const struct pattern *p, const char *text, size_t *start,
 	    size_t *end);
+
+/*
+ * A normalised text split into words once, for matching many patterns
+ * against it: match_text_init, then match_find_text per pattern. A
+ * pattern one of whose words cannot occur in the text (by the words' first
+ * two bytes) is rejected without a walk. Words past MATCH_TEXT_WORDS are
+ * not looked at.
+ */
+#define MATCH_TEXT_WORDS	512
+struct match_text {
+	const char	*text;
+	size_t		 n;
+	uint16_t	 start[MATCH_TEXT_WORDS];
+	uint16_t	 len[MATCH_TEXT_WORDS];
+	uint64_t	 bloom[2];
+	uint64_t	 first;
+};
+
+/* Split text (borrowed, must outlive mt; at most 65535 bytes looked at). */
+void	match_text_init(struct match_text *mt, const char *text);
+/* match_find on a split text; from is the first word a match may start
+ * at (0: anywhere). */
+bool	match_find_text(const struct pattern *p, const struct match_text *mt,
+	    size_t from, size_t *start, size_t *end);
 
 #endif

@@ -27,5 +27,7 @@ int	cmd_takeover(int, char **);
 int	cmd_release(int, char **);
 int	cmd_set_mode(int, char **);
 int	cmd_funnel(int, char **);
+int	cmd_train(int, char **);
+int	cmd_review(int, char **);
 
 #endif

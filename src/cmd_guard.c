@@ -14,6 +14,7 @@
 #include "cmd.h"
 #include "config.h"
 #include "rules.h"
+#include "ruleset.h"
 #include "../mode/gate.h"
 #include "../mode/guard.h"
 
@@ -108,12 +109,14 @@ guard_lines(const struct claims *cl, const int *which, size_t nwhich)
  */
 static struct claims *
 guard_load(const char *dir, enum mode mode, int *which, size_t *nwhich,
-    struct diag *d)
+    struct model **model, struct diag *d)
 {
+	const char	*labels[MODEL_MAX_LABELS];
 	struct flat	 f;
 	struct claims	*cl;
 	char		 path[4096];
 	size_t		 i;
+	bool		 absent;
 
 	snprintf(path, sizeof path, "%s/%s", dir, CLAIMS_LABEL);
 	if (rules_read_flat(path, CLAIMS_LABEL, &f, d) == -1)
@@ -122,6 +125,13 @@ guard_load(const char *dir, enum mode mode, int *which, size_t *nwhich,
 	flat_free(&f);
 	if (cl == NULL)
 		return NULL;
+	*model = ruleset_load_model(dir, "mode/guard.model", "guard", labels,
+	    ruleset_guard_labels(cl, labels), &absent, d);
+	if (*model == NULL && !absent) {
+		claims_free(cl);
+		return NULL;
+	}
+	claims_set_model(cl, *model);
 	snprintf(path, sizeof path, "%s/%s", dir, CAPS_LABEL);
 	if (access(path, F_OK) == -1 && errno == ENOENT) {
 		fprintf(stderr, "modegate guard: warning: %s not found; "
@@ -134,6 +144,8 @@ guard_load(const char *dir, enum mode mode, int *which, size_t *nwhich,
 	*nwhich = guard_mode_claims(cl, path, mode, which, d);
 	if (d->n > 0) {
 		claims_free(cl);
+		model_free(*model);
+		*model = NULL;
 		return NULL;
 	}
 	return cl;
@@ -144,6 +156,7 @@ cmd_guard(int argc, char **argv)
 {
 	struct diag	 d;
 	struct claims	*cl;
+	struct model	*model = NULL;
 	const char	*dir, *mode = NULL;
 	int		 which[GUARD_MAX_CLAIMS], rc, m = -1;
 	size_t		 nwhich = 0;
@@ -161,11 +174,13 @@ cmd_guard(int argc, char **argv)
 	if ((dir = getenv("MODEGATE_RULES_DIR")) == NULL || *dir == '\0')
 		dir = MG_RULES_DIR;
 	diag_init(&d);
-	if ((cl = guard_load(dir, (enum mode)m, which, &nwhich, &d)) == NULL) {
+	if ((cl = guard_load(dir, (enum mode)m, which, &nwhich, &model,
+	    &d)) == NULL) {
 		guard_print_diag(&d);
 		return EX_CONFIG_CODE;
 	}
 	rc = guard_lines(cl, which, nwhich);
 	claims_free(cl);
+	model_free(model);
 	return rc;
 }

@@ -18,8 +18,13 @@ static const struct cmd_entry cmd_table[] = {
 	  "/metrics" },
 	{ "rules-flatten", cmd_rules_flatten, "rules-flatten FILE.json",
 	  "print a rule file in the flat form the core reads" },
-	{ "intent", cmd_intent, "intent < MESSAGES",
-	  "classify one message a line: INTENT<TAB>confidence<TAB>message" },
+	{ "intent", cmd_intent, "intent [--context] [--explain] < MESSAGES",
+	  "classify one message a line: INTENT<TAB>confidence<TAB>message; "
+	  "--context reads MESSAGE<TAB>JULIA_BEFORE lines, --explain adds "
+	  "who decided, the runner-up and the evidence" },
+	{ "train", cmd_train, "train [--corpus DIR] [--out DIR]",
+	  "learn mode/intent.model and mode/guard.model from the corpus "
+	  "(default tests/corpus; deterministic)" },
 	{ "explain", cmd_explain, "explain --mode M [--pending P "
 	  "--pending-age MIN] [--inactive-days D] [--json] MESSAGE",
 	  "what modegate would do with a message (intent, policy, router, "
