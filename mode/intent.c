@@ -561,15 +561,30 @@ rules_score(const struct lexicon *lex, const struct norm_text *nt,
 /* The model's features: the normalised message, the rules' verdicts and
  * the context (Julia's previous message). */
 static void
-feats_build(const struct norm_text *nt, const double *score,
-    enum intent rule, const char *ctx, size_t ctxlen, struct feats *f)
+feats_build(const struct lexicon *lex, const struct norm_text *nt,
+    const double *score, enum intent rule, const char *ctx, size_t ctxlen,
+    struct feats *f)
 {
 	char		 cbuf[512];
 	const char	*w, *name;
-	size_t		 wl;
+	size_t		 wl, i, scope = 0;
 	int		 k;
 
 	feats_text(f, nt->text);
+	/* Words in a negation's scope are features of their own ("nao ..
+	 * interesse" is not interest). */
+	for (i = 0; i < nt->mt.n; i++) {
+		w = nt->text + nt->mt.start[i];
+		wl = nt->mt.len[i];
+		if (lex_is_neg(lex, w, wl)) {
+			scope = 3;
+			continue;
+		}
+		if (scope > 0) {
+			feats_add(f, 'n', w, wl);
+			scope--;
+		}
+	}
 	name = intent_name(rule);
 	feats_add(f, 'r', name, strlen(name));
 	for (k = 0; k < INTENT__COUNT; k++)
@@ -600,8 +615,8 @@ intent_features(const struct lexicon *lex, const char *text, size_t len,
 
 	norm_clauses(lex, text, len, &nt);
 	rules_score(lex, &nt, score);
-	feats_build(&nt, score, intent_pick(lex, score, &second), ctx, ctxlen,
-	    f);
+	feats_build(lex, &nt, score, intent_pick(lex, score, &second), ctx,
+	    ctxlen, f);
 }
 
 /* The rules' evidence: the patterns of intent in that matched. */
@@ -711,7 +726,7 @@ detect(const struct lexicon *lex, const char *text, size_t len,
 		return;
 	}
 	feats_init(&f, names);
-	feats_build(&nt, score, out->rule_intent, ctx, ctxlen, &f);
+	feats_build(lex, &nt, score, out->rule_intent, ctx, ctxlen, &f);
 	model_probs(lex->model, &f, (1u << INTENT__COUNT) - 1, prob);
 	model_pick(lex->model, prob, &best, &next);
 	out->model_intent = (enum intent)best;

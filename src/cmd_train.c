@@ -27,11 +27,11 @@
 #define TRAIN_AUTHORS	64
 
 /* Hyper-parameters, chosen on the train and dev authors only. */
-static const struct model_params intent_params = {
+static struct model_params intent_params = {
 	.bits = 18, .epochs = 12, .lr = 0.25, .l2 = 1e-4, .min_count = 2,
 	.seed = 14, .scale = 0.001,
 };
-static const struct model_params guard_params = {
+static struct model_params guard_params = {
 	.bits = 18, .epochs = 15, .lr = 0.25, .l2 = 1e-4, .min_count = 2,
 	.seed = 14, .scale = 0.001,
 };
@@ -332,8 +332,14 @@ train_one(const char *corpus, const char *out, const struct split *train,
 	nl = guard ? ruleset_guard_labels(rs->claims, labels) :
 	    ruleset_intent_labels(labels);
 	if (read_split(corpus, train, kind, rs, &tr) == -1 ||
-	    read_split(corpus, dev, kind, rs, &dv) == -1 || tr.n == 0) {
-		fprintf(stderr, "modegate train: no usable %s\n", kind);
+	    read_split(corpus, dev, kind, rs, &dv) == -1) {
+		fprintf(stderr, "modegate train: unusable %s\n", kind);
+		goto out;
+	}
+	if (tr.n == 0) {
+		fprintf(stderr, "%s: no %s in the train split; its model is "
+		    "left as it is\n", guard ? "guard" : "intent", kind);
+		rc = 0;
 		goto out;
 	}
 	diag_init(&d);
@@ -359,6 +365,45 @@ out:
 	return rc;
 }
 
+/* "--set intent.epochs=20": override a hyper-parameter (experiments). */
+static int
+train_set(const char *arg)
+{
+	struct model_params	*p;
+	const char		*eq, *name;
+	double			 v;
+
+	if (strncmp(arg, "intent.", 7) == 0)
+		p = &intent_params;
+	else if (strncmp(arg, "guard.", 6) == 0)
+		p = &guard_params;
+	else
+		goto bad;
+	name = strchr(arg, '.') + 1;
+	if ((eq = strchr(name, '=')) == NULL)
+		goto bad;
+	v = strtod(eq + 1, NULL);
+	if (strncmp(name, "epochs=", 7) == 0)
+		p->epochs = (int)v;
+	else if (strncmp(name, "lr=", 3) == 0)
+		p->lr = v;
+	else if (strncmp(name, "l2=", 3) == 0)
+		p->l2 = v;
+	else if (strncmp(name, "min_count=", 10) == 0)
+		p->min_count = (unsigned)v;
+	else if (strncmp(name, "bits=", 5) == 0)
+		p->bits = (unsigned)v;
+	else if (strncmp(name, "seed=", 5) == 0)
+		p->seed = (uint64_t)v;
+	else
+		goto bad;
+	return 0;
+bad:
+	fprintf(stderr, "modegate train: --set %s: expected intent|guard."
+	    "epochs|lr|l2|min_count|bits|seed=VALUE\n", arg);
+	return -1;
+}
+
 int
 cmd_train(int argc, char **argv)
 {
@@ -376,9 +421,12 @@ cmd_train(int argc, char **argv)
 			corpus = argv[++a];
 		else if (strcmp(argv[a], "--out") == 0 && a + 1 < argc)
 			out = argv[++a];
-		else {
+		else if (strcmp(argv[a], "--set") == 0 && a + 1 < argc) {
+			if (train_set(argv[++a]) == -1)
+				return EX_USAGE_CODE;
+		} else {
 			fprintf(stderr, "usage: modegate train [--corpus DIR] "
-			    "[--out DIR]\n");
+			    "[--out DIR] [--set intent|guard.PARAM=VALUE]\n");
 			return EX_USAGE_CODE;
 		}
 	}

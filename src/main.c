@@ -45,6 +45,10 @@ static const struct cmd_entry cmd_table[] = {
 	{ "set-mode", cmd_set_mode, "set-mode WA_ID MODE [--reason TEXT] "
 	  "[--by WHO] [--phone-number-id ID]",
 	  "set the conversation mode by hand (mode_source manual)" },
+	{ "review", cmd_review, "review list [--since DATE] "
+	  "[--max-confidence P] | label ID INTENT [--corpus DIR] [--by WHO]",
+	  "messages the intent detector was unsure of; label one into the "
+	  "corpus (anonymised) for `make train`" },
 	{ "funnel", cmd_funnel, "funnel [--since DATE] [--until DATE]",
 	  "the funnel metrics, overall and per day, beside their targets" },
 };

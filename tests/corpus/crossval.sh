@@ -3,7 +3,7 @@
 # each, train on the others and measure on it. The way to compare
 # features and hyper-parameters without touching the dev or blind authors.
 #
-#	tests/corpus/crossval.sh [intent|guard]
+#	[CV_ARGS="--set intent.epochs=20"] tests/corpus/crossval.sh [intent|guard]
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 bin=${MODEGATE_BIN:-bin/modegate}
@@ -29,7 +29,7 @@ for held in $authors; do
 		done
 	done
 	MODEGATE_RULES_DIR=$tmp/r "$bin" train --corpus "$tmp/c" \
-	    --out "$tmp/r" 2>/dev/null || { echo "train failed"; exit 1; }
+	    --out "$tmp/r" ${CV_ARGS:-} 2>/dev/null || { echo "train failed"; exit 1; }
 	printf '%s: ' "$held"
 	MODEGATE_RULES_DIR=$tmp/r MODEGATE_BIN=$bin \
 	    tests/corpus/measure.sh $kind tests/corpus/$dir/$held.tsv |
