@@ -16,8 +16,10 @@ struct claim {
 	char		*id;
 	char		*prompt;
 	struct pattern	*pat;		/* npat */
+	struct match_filter *patf;	/* their filters, compact */
 	size_t		 npat;
 	struct pattern	*allow;		/* nallow */
+	struct match_filter *allowf;
 	size_t		 nallow;
 	bool		 skip_questions;
 };
@@ -157,6 +159,7 @@ claim_load_one(struct claims *cl, struct claim *c, const struct flat *f,
 	const struct flat_ent	*e;
 	const char		*id, *prompt;
 	char			 key[FLAT_NAME_MAX * 2];
+	size_t			 i;
 
 	claim_unknown_keys(f, d, prefix);
 	if ((id = claim_check_id(cl, f, d, prefix)) != NULL &&
@@ -172,6 +175,14 @@ claim_load_one(struct claims *cl, struct claim *c, const struct flat *f,
 	c->npat = claim_patterns(f, d, key, true, &c->pat);
 	key_join(key, sizeof key, prefix, "allow");
 	c->nallow = claim_patterns(f, d, key, false, &c->allow);
+	c->patf = calloc(c->npat + 1, sizeof *c->patf);
+	c->allowf = calloc(c->nallow + 1, sizeof *c->allowf);
+	if (c->patf == NULL || c->allowf == NULL)
+		diag_add(d, f->file, prefix, "out of memory");
+	for (i = 0; c->patf != NULL && i < c->npat; i++)
+		match_filter_of(&c->pat[i], &c->patf[i]);
+	for (i = 0; c->allowf != NULL && i < c->nallow; i++)
+		match_filter_of(&c->allow[i], &c->allowf[i]);
 	if ((e = flat_get(f, "%s.skip_questions", prefix)) != NULL) {
 		if (e->type != 'b') {
 			key_join(key, sizeof key, prefix, "skip_questions");
@@ -228,7 +239,9 @@ claims_free(struct claims *cl)
 		free(cl->c[i].id);
 		free(cl->c[i].prompt);
 		free(cl->c[i].pat);
+		free(cl->c[i].patf);
 		free(cl->c[i].allow);
+		free(cl->c[i].allowf);
 	}
 	free(cl);
 }
@@ -334,10 +347,12 @@ claim_violated(const struct claim *c, const struct match_text *mt,
 	if (question && c->skip_questions)
 		return false;
 	for (i = 0; i < c->nallow; i++)
-		if (match_find_text(&c->allow[i], mt, 0, NULL, NULL))
+		if (match_filter_test(&c->allowf[i], mt) &&
+		    match_find_text(&c->allow[i], mt, 0, NULL, NULL))
 			return false;
 	for (i = 0; i < c->npat; i++)
-		if (match_find_text(&c->pat[i], mt, 0, NULL, NULL))
+		if (match_filter_test(&c->patf[i], mt) &&
+		    match_find_text(&c->pat[i], mt, 0, NULL, NULL))
 			return true;
 	return false;
 }

@@ -32,6 +32,8 @@
 #define INTENT_TEXT_MAX	2048	/* normalised bytes looked at */
 #define INTENT_WORDS	256	/* words whose clause is tracked */
 #define INTENT_EXTRA	0.02	/* score added by each further match */
+#define LEX_PATS_MAX	4096	/* patterns of a lexicon */
+#define INTENT_MATCHED	64	/* matched patterns kept for the evidence */
 
 struct lex_pat {
 	struct pattern	 pat;
@@ -49,6 +51,8 @@ struct lex_abbr {
 
 struct lexicon {
 	struct lex_pat	*pats;
+	struct match_filter *filt;	/* [npats], compact, for a fast reject */
+	struct match_index *index;	/* over filt */
 	size_t		 npats;
 	struct lex_abbr	*abbr;
 	size_t		 nabbr;
@@ -69,6 +73,9 @@ struct norm_text {
 	size_t			nwords;
 	uint16_t		clause[INTENT_WORDS];
 	struct match_text	mt;	/* text split into words */
+	uint16_t		matched[INTENT_MATCHED];	/* patterns that
+						   counted, in order */
+	size_t			nmatched;
 };
 
 /* Order abbreviations by their word, for bsearch. */
@@ -283,6 +290,7 @@ lexicon_load(const struct flat *f, struct diag *d)
 
 	if ((lex = calloc(1, sizeof *lex)) == NULL ||
 	    (lex->pats = calloc(f->n + 1, sizeof *lex->pats)) == NULL ||
+	    (lex->filt = calloc(f->n + 1, sizeof *lex->filt)) == NULL ||
 	    (lex->abbr = calloc(f->n + 1, sizeof *lex->abbr)) == NULL ||
 	    (names = calloc(INTENT__COUNT * 2, sizeof *names)) == NULL) {
 		diag_add(d, f->file, "", "out of memory");
@@ -301,6 +309,15 @@ lexicon_load(const struct flat *f, struct diag *d)
 		lexicon_free(lex);
 		return NULL;
 	}
+	for (i = 0; i < lex->npats; i++)
+		match_filter_of(&lex->pats[i].pat, &lex->filt[i]);
+	if (lex->npats > LEX_PATS_MAX ||
+	    (lex->index = match_index_new(lex->filt, lex->npats)) == NULL) {
+		diag_add(d, f->file, "intents", "more than %d patterns or out "
+		    "of memory", LEX_PATS_MAX);
+		lexicon_free(lex);
+		return NULL;
+	}
 	return lex;
 }
 
@@ -314,6 +331,8 @@ lexicon_free(struct lexicon *lex)
 	for (i = 0; lex->pats != NULL && i < lex->npats; i++)
 		free(lex->pats[i].src);
 	free(lex->pats);
+	free(lex->filt);
+	match_index_free(lex->index);
 	free(lex->abbr);
 	free(lex);
 }
@@ -530,26 +549,34 @@ intent_source_name(enum intent_source s)
 
 /* Score every intent by the rules (see the file comment). */
 static void
-rules_score(const struct lexicon *lex, const struct norm_text *nt,
-    double *score)
+rules_score(const struct lexicon *lex, struct norm_text *nt, double *score)
 {
 	const struct lex_pat	*lp;
 	double			 best[INTENT__COUNT];
-	size_t			 i, hits[INTENT__COUNT];
+	uint64_t		 cand[LEX_PATS_MAX / 64], bits;
+	size_t			 i, wi, hits[INTENT__COUNT];
 	int			 k;
 
 	for (k = 0; k < INTENT__COUNT; k++) {
 		best[k] = 0;
 		hits[k] = 0;
 	}
-	for (i = 0; i < lex->npats; i++) {
+	nt->nmatched = 0;
+	memset(cand, 0, sizeof cand);
+	match_index_candidates(lex->index, lex->filt, &nt->mt, cand);
+	/* Only the candidates, in pattern order. */
+	for (wi = 0; wi < (lex->npats + 63) / 64; wi++)
+	    for (bits = cand[wi]; bits != 0; bits &= bits - 1) {
+		i = wi * 64 + (size_t)__builtin_ctzll(bits);
 		lp = &lex->pats[i];
 		if (!pat_counts(lex, nt, lp))
 			continue;
 		if (lp->weight > best[lp->intent])
 			best[lp->intent] = lp->weight;
 		hits[lp->intent]++;
-	}
+		if (nt->nmatched < INTENT_MATCHED)
+			nt->matched[nt->nmatched++] = (uint16_t)i;
+	    }
 	for (k = 0; k < INTENT__COUNT; k++) {
 		score[k] = hits[k] == 0 ? 0 :
 		    best[k] + INTENT_EXTRA * (double)(hits[k] - 1);
@@ -619,7 +646,7 @@ intent_features(const struct lexicon *lex, const char *text, size_t len,
 	    ctxlen, f);
 }
 
-/* The rules' evidence: the patterns of intent in that matched. */
+/* The rules' evidence: the patterns of intent in that counted. */
 static void
 evidence_rules(const struct lexicon *lex, const struct norm_text *nt,
     enum intent in, char *ev)
@@ -627,9 +654,9 @@ evidence_rules(const struct lexicon *lex, const struct norm_text *nt,
 	const struct lex_pat	*lp;
 	size_t			 i;
 
-	for (i = 0; i < lex->npats; i++) {
-		lp = &lex->pats[i];
-		if (lp->intent == in && pat_counts(lex, nt, lp))
+	for (i = 0; i < nt->nmatched; i++) {
+		lp = &lex->pats[nt->matched[i]];
+		if (lp->intent == in)
 			evidence_add(ev, lp->src);
 	}
 }

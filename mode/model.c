@@ -24,9 +24,10 @@ struct model {
 	double		 scale;
 	double		 temperature;
 	double		 thr[MODEL_MAX_LABELS];
-	float		 bias[MODEL_MAX_LABELS];
-	uint32_t	*row;		/* [1 << bits]: 0 none, else index + 1 */
-	float		*w;		/* [nrows][nlab] */
+	int32_t		 bias[MODEL_MAX_LABELS];	/* in units of scale */
+	uint16_t	*row;		/* [1 << bits]: 0 none, else index + 1 */
+	int16_t		*w;		/* [nrows][MODEL_MAX_LABELS], units of
+					   scale: exact integer sums */
 	uint32_t	*bucket;	/* [nrows], ascending */
 	size_t		 nrows;
 };
@@ -72,18 +73,33 @@ feats_add(struct feats *f, char tag, const char *s, size_t len)
 static void
 feats_chars(struct feats *f, const char *w, size_t len)
 {
-	char	pad[64];
-	size_t	n, i, k;
+	char		pad[64];
+	size_t		n, i, k;
 
 	if (len + 2 > sizeof pad)
 		len = sizeof pad - 2;
+	uint32_t	h;
+
 	pad[0] = '<';
 	memcpy(pad + 1, w, len);
 	pad[len + 1] = '>';
 	n = len + 2;
-	for (k = 3; k <= 5; k++)
-		for (i = 0; i + k <= n; i++)
-			feats_add(f, 'c', pad + i, k);
+	if (f->name != NULL) {
+		for (k = 3; k <= 5; k++)
+			for (i = 0; i + k <= n; i++)
+				feats_add(f, 'c', pad + i, k);
+		return;
+	}
+	/* FNV-1a extends a prefix: the 3-, 4- and 5-gram at i in one pass,
+	 * the same hashes feats_add gives. */
+	for (i = 0; i + 3 <= n && f->n + 3 <= FEATS_MAX; i++) {
+		h = (2166136261u ^ (unsigned char)'c') * 16777619u;
+		for (k = 0; k < 5 && i + k < n; k++) {
+			h = (h ^ (unsigned char)pad[i + k]) * 16777619u;
+			if (k >= 2)
+				f->id[f->n++] = h;
+		}
+	}
 }
 
 void
@@ -125,7 +141,7 @@ static int
 model_alloc(struct model *m, size_t nrows)
 {
 	m->row = calloc((size_t)1 << m->bits, sizeof *m->row);
-	m->w = calloc(nrows * m->nlab + 1, sizeof *m->w);
+	m->w = calloc((nrows + 1) * MODEL_MAX_LABELS, sizeof *m->w);
 	m->bucket = calloc(nrows + 1, sizeof *m->bucket);
 	if (m->row == NULL || m->w == NULL || m->bucket == NULL)
 		return -1;
@@ -232,9 +248,9 @@ reader_num(struct reader *r, const char *key, double lo, double hi,
 	return true;
 }
 
-/* Parse n integers from s into out (times scale); false on a problem. */
+/* Parse n integers in [lo, hi] from s into out; false on a problem. */
 static bool
-parse_ints(const char *s, size_t n, double scale, float *out)
+parse_ints(const char *s, size_t n, long lo, long hi, int32_t *out)
 {
 	char	*e;
 	long	 v;
@@ -242,10 +258,9 @@ parse_ints(const char *s, size_t n, double scale, float *out)
 
 	for (i = 0; i < n; i++) {
 		v = strtol(s, &e, 10);
-		if (e == s || (*e != ' ' && *e != '\0') || v < -1000000 ||
-		    v > 1000000)
+		if (e == s || (*e != ' ' && *e != '\0') || v < lo || v > hi)
 			return false;
-		out[i] = (float)((double)v * scale);
+		out[i] = (int32_t)v;
 		s = e;
 	}
 	return *s == '\0';
@@ -326,11 +341,11 @@ model_read_middle(struct model *m, struct reader *r, double *rows)
 		m->thr[i] = p;
 	}
 	if (strncmp(r->buf, "bias ", 5) != 0 ||
-	    !parse_ints(r->buf + 5, m->nlab, m->scale, m->bias)) {
+	    !parse_ints(r->buf + 5, m->nlab, -1000000, 1000000, m->bias)) {
 		reader_err(r, "expected \"bias\" and one integer a label");
 		return false;
 	}
-	return reader_num(r, "rows", 0, (double)((size_t)1 << m->bits), rows);
+	return reader_num(r, "rows", 0, MODEL_MAX_ROWS, rows);
 }
 
 /* The rows, strictly ascending buckets, then "end". */
@@ -339,7 +354,8 @@ model_read_rows(struct model *m, struct reader *r)
 {
 	unsigned long	 b;
 	char		*e;
-	size_t		 i;
+	size_t		 i, k;
+	int32_t		 v[MODEL_MAX_LABELS];
 
 	for (i = 0; i < m->nrows; i++) {
 		if (!reader_line(r)) {
@@ -353,12 +369,15 @@ model_read_rows(struct model *m, struct reader *r)
 			    "ascending");
 			return false;
 		}
-		if (!parse_ints(e + 1, m->nlab, m->scale, m->w + i * m->nlab)) {
-			reader_err(r, "expected one integer weight a label");
+		if (!parse_ints(e + 1, m->nlab, -32767, 32767, v)) {
+			reader_err(r, "expected one integer weight a label "
+			    "(-32767..32767)");
 			return false;
 		}
+		for (k = 0; k < m->nlab; k++)
+			m->w[i * MODEL_MAX_LABELS + k] = (int16_t)v[k];
 		m->bucket[i] = (uint32_t)b;
-		m->row[b] = (uint32_t)i + 1;
+		m->row[b] = (uint16_t)(i + 1);
 	}
 	if (!reader_line(r) || strcmp(r->buf, "end") != 0) {
 		reader_err(r, "expected \"end\" after the rows");
@@ -405,23 +424,32 @@ static void
 model_raw(const struct model *m, const struct feats *f, uint32_t mask,
     double *z)
 {
-	const float	*w;
+	const int16_t	*w;
 	uint32_t	 b, ri, msk = ((uint32_t)1 << m->bits) - 1;
 	size_t		 i, k;
-	float		 acc[MODEL_MAX_LABELS];
+	int32_t		 acc[MODEL_MAX_LABELS];
 
-	for (k = 0; k < m->nlab; k++)
-		acc[k] = m->bias[k];
+	uint16_t	 hit[FEATS_MAX];
+	size_t		 nh = 0;
+
+	for (k = 0; k < MODEL_MAX_LABELS; k++)
+		acc[k] = k < m->nlab ? m->bias[k] : 0;
+	/* Two passes: the independent row look-ups first (their cache
+	 * misses overlap), then the sums. */
 	for (i = 0; i < f->n; i++) {
 		b = f->id[i] & msk;
-		if ((ri = m->row[b]) == 0)
-			continue;
-		w = m->w + (size_t)(ri - 1) * m->nlab;
-		for (k = 0; k < m->nlab; k++)
+		hit[nh] = m->row[b];
+		nh += hit[nh] != 0;
+	}
+	for (i = 0; i < nh; i++) {
+		ri = hit[i];
+		w = m->w + (size_t)(ri - 1) * MODEL_MAX_LABELS;
+		/* A fixed-width loop the compiler vectorises. */
+		for (k = 0; k < MODEL_MAX_LABELS; k++)
 			acc[k] += w[k];
 	}
 	for (k = 0; k < m->nlab; k++)
-		z[k] = (mask >> k) & 1 ? (double)acc[k] : 0;
+		z[k] = (mask >> k) & 1 ? (double)acc[k] * m->scale : 0;
 }
 
 /* Softmax of z / t over the labels of mask into prob. */
@@ -457,7 +485,7 @@ size_t
 model_top(const struct model *m, const struct feats *f, size_t k, size_t r,
     size_t *idx, double *contrib, size_t max)
 {
-	const float	*w;
+	const int16_t	*w;
 	uint32_t	 ri, msk = ((uint32_t)1 << m->bits) - 1;
 	size_t		 i, j, n = 0;
 	double		 c;
@@ -467,8 +495,8 @@ model_top(const struct model *m, const struct feats *f, size_t k, size_t r,
 	for (i = 0; i < f->n; i++) {
 		if ((ri = m->row[f->id[i] & msk]) == 0)
 			continue;
-		w = m->w + (size_t)(ri - 1) * m->nlab;
-		c = (double)w[k] - (k != r ? (double)w[r] : 0);
+		w = m->w + (size_t)(ri - 1) * MODEL_MAX_LABELS;
+		c = ((double)w[k] - (k != r ? (double)w[r] : 0)) * m->scale;
 		if (c <= 0)
 			continue;
 		/* Insert into the sorted top list. */
@@ -564,43 +592,48 @@ train_step(const struct model_example *e, size_t nlab, unsigned bits,
 	}
 }
 
+/* The quantised weight: w / scale rounded, clamped to int16. */
+static long
+quant(double w, double scale)
+{
+	long	q = lround(w / scale);
+
+	return q > 32767 ? 32767 : q < -32767 ? -32767 : q;
+}
+
 /* Quantise the dense weights into m's rows (buckets with a weight). */
 static int
 train_quantise(struct model *m, const float *W, const float *B,
     const uint32_t *df, unsigned min_count)
 {
 	size_t	nb = (size_t)1 << m->bits, b, k, nrows = 0;
-	long	q;
 
 	for (b = 0; b < nb; b++) {
 		if (df[b] < min_count)
 			continue;
 		for (k = 0; k < m->nlab; k++)
-			if (lround((double)W[b * m->nlab + k] / m->scale) != 0)
+			if (quant((double)W[b * m->nlab + k], m->scale) != 0)
 				break;
 		if (k < m->nlab)
 			nrows++;
 	}
-	if (model_alloc(m, nrows) == -1)
+	if (nrows > MODEL_MAX_ROWS || model_alloc(m, nrows) == -1)
 		return -1;
 	for (k = 0; k < m->nlab; k++)
-		m->bias[k] = (float)((double)lround((double)B[k] / m->scale) *
-		    m->scale);
+		m->bias[k] = (int32_t)lround((double)B[k] / m->scale);
 	for (b = 0; b < nb; b++) {
 		if (df[b] < min_count)
 			continue;
 		for (k = 0; k < m->nlab; k++)
-			if (lround((double)W[b * m->nlab + k] / m->scale) != 0)
+			if (quant((double)W[b * m->nlab + k], m->scale) != 0)
 				break;
 		if (k == m->nlab)
 			continue;
-		for (k = 0; k < m->nlab; k++) {
-			q = lround((double)W[b * m->nlab + k] / m->scale);
-			m->w[m->nrows * m->nlab + k] = (float)((double)q *
-			    m->scale);
-		}
+		for (k = 0; k < m->nlab; k++)
+			m->w[m->nrows * MODEL_MAX_LABELS + k] = (int16_t)quant(
+			    (double)W[b * m->nlab + k], m->scale);
 		m->bucket[m->nrows] = (uint32_t)b;
-		m->row[b] = (uint32_t)++m->nrows;
+		m->row[b] = (uint16_t)++m->nrows;
 	}
 	return 0;
 }
@@ -769,13 +802,12 @@ model_write(const struct model *m, size_t *len)
 			    m->thr[k]);
 	wbuf_add(&b, "bias");
 	for (k = 0; k < m->nlab; k++)
-		wbuf_add(&b, " %ld", lround((double)m->bias[k] / m->scale));
+		wbuf_add(&b, " %ld", (long)m->bias[k]);
 	wbuf_add(&b, "\nrows %zu\n", m->nrows);
 	for (i = 0; i < m->nrows; i++) {
 		wbuf_add(&b, "%u", m->bucket[i]);
 		for (k = 0; k < m->nlab; k++)
-			wbuf_add(&b, " %ld", lround((double)m->w[i * m->nlab +
-			    k] / m->scale));
+			wbuf_add(&b, " %d", m->w[i * MODEL_MAX_LABELS + k]);
 		wbuf_add(&b, "\n");
 	}
 	wbuf_add(&b, "end\n");

@@ -16,8 +16,9 @@
  *	temperature T			calibration: scores are divided by T
  *	threshold NAME P		optional: NAME wins only with p >= P
  *	bias b1 .. bN			integers
- *	rows R				then R lines "BUCKET w1 .. wN",
- *					buckets strictly ascending
+ *	rows R				R <= 65535, then R lines
+ *					"BUCKET w1 .. wN", buckets strictly
+ *					ascending, weights -32767..32767
  *	end
  *
  * Training (model_train) is part of the core too: the same examples and
@@ -34,6 +35,7 @@
 #define MODEL_MAX_LABELS	16
 #define MODEL_LABEL_LEN		32
 #define MODEL_MAX_BYTES		(16u << 20)	/* a weights file, at most */
+#define MODEL_MAX_ROWS		65535	/* buckets with weights */
 #define FEATS_MAX		4096	/* features of one text */
 #define FEAT_NAME		32	/* bytes of a feature's name kept */
 
