@@ -85,8 +85,9 @@ feats_chars(struct feats *f, const char *w, size_t len)
 	pad[len + 1] = '>';
 	n = len + 2;
 	if (f->name != NULL) {
-		for (k = 3; k <= 5; k++)
-			for (i = 0; i + k <= n; i++)
+		/* The same features in the same order, named. */
+		for (i = 0; i + 3 <= n; i++)
+			for (k = 3; k <= 5 && i + k <= n; k++)
 				feats_add(f, 'c', pad + i, k);
 		return;
 	}

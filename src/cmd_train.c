@@ -28,7 +28,7 @@
 
 /* Hyper-parameters, chosen on the train and dev authors only. */
 static struct model_params intent_params = {
-	.bits = 16, .epochs = 12, .lr = 0.25, .l2 = 1e-4, .min_count = 2,
+	.bits = 16, .epochs = 12, .lr = 0.1, .l2 = 1e-4, .min_count = 2,
 	.seed = 14, .scale = 0.001,
 };
 static struct model_params guard_params = {
