@@ -433,25 +433,44 @@ guard_probs(const struct claims *cl, const int *which, size_t nwhich,
 	return 0;
 }
 
-/* The model's verdict: hit[] gets the claims more likely than OK. */
+/*
+ * The model's verdict. The reply is clean when OK's probability reaches
+ * the model's threshold for OK (0.5 when none). Otherwise the violated
+ * claims are the most likely one, the others at least half as likely, and
+ * those the rules also name.
+ */
 static void
 guard_model(const struct claims *cl, const int *which, size_t nwhich,
     const char *reply, size_t len, bool *hit)
 {
-	double	prob[MODEL_MAX_LABELS], thr;
-	size_t	i;
-	int	idx;
+	struct feats	f;
+	bool		rule[GUARD_MAX_CLAIMS];
+	double		prob[MODEL_MAX_LABELS], thr, top = 0;
+	uint32_t	mask = 1;
+	size_t		i;
+	int		idx;
 
 	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
-	if (guard_probs(cl, which, nwhich, reply, len, prob) == -1)
+	for (i = 0; i < nwhich; i++)
+		if (which[i] >= 0 && (size_t)which[i] < cl->n &&
+		    which[i] + 1 < MODEL_MAX_LABELS)
+			mask |= 1u << (which[i] + 1);
+	rules_hits(cl, reply, len, rule);
+	feats_init(&f, NULL);
+	feats_reply(cl, reply, len, rule, &f);
+	model_probs(cl->model, &f, mask, prob);
+	thr = model_threshold(cl->model, 0);
+	if (prob[0] >= (thr > 0 ? thr : 0.5))
 		return;
+	for (i = 1; i < model_nlabels(cl->model); i++)
+		if (prob[i] > top)
+			top = prob[i];
 	for (i = 0; i < nwhich; i++) {
 		idx = which[i];
-		if (idx < 0 || (size_t)idx >= cl->n)
+		if (idx < 0 || (size_t)idx >= cl->n || idx + 1 >=
+		    MODEL_MAX_LABELS)
 			continue;
-		thr = model_threshold(cl->model, (size_t)idx + 1);
-		if (prob[idx + 1] > prob[0] && prob[idx + 1] >= thr)
-			hit[idx] = true;
+		hit[idx] = prob[idx + 1] >= top * 0.5 || rule[idx];
 	}
 }
 

@@ -74,8 +74,10 @@ size_t	guard_check(const struct claims *, const int *which, size_t nwhich,
  * The learned guard (mode/guard.model, labels "OK" then the claim ids in
  * the order of claims.json). With a model attached, guard_check asks it
  * over OK and the claims in which only, the rules' hits being features:
- * a claim is violated when it is the most likely label. Borrowed; NULL
- * detaches it.
+ * the reply is clean when OK's probability reaches the model's threshold
+ * for OK (default 0.5); otherwise the violated claims are the most likely
+ * claim, any at least half as likely, and any the rules name. Borrowed;
+ * NULL detaches it.
  */
 void	claims_set_model(struct claims *, const struct model *);
 
