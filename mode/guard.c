@@ -449,6 +449,7 @@ guard_model(const struct claims *cl, const int *which, size_t nwhich,
 	uint32_t	mask = 1;
 	size_t		i;
 	int		idx;
+	bool		sure = false;
 
 	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
 	for (i = 0; i < nwhich; i++)
@@ -470,8 +471,14 @@ guard_model(const struct claims *cl, const int *which, size_t nwhich,
 		if (idx < 0 || (size_t)idx >= cl->n || idx + 1 >=
 		    MODEL_MAX_LABELS)
 			continue;
+		/* Without a rule naming it, a claim needs its own threshold. */
+		if (rule[idx] || prob[idx + 1] >= model_threshold(cl->model,
+		    (size_t)idx + 1))
+			sure = true;
 		hit[idx] = prob[idx + 1] >= top * 0.5 || rule[idx];
 	}
+	if (!sure)
+		memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
 }
 
 size_t

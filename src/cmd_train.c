@@ -28,7 +28,7 @@
 
 /* Hyper-parameters, chosen on the train and dev authors only. */
 static struct model_params intent_params = {
-	.bits = 16, .epochs = 12, .lr = 0.1, .l2 = 1e-4, .min_count = 2,
+	.bits = 16, .epochs = 20, .lr = 0.05, .l2 = 1e-4, .min_count = 2,
 	.seed = 14, .scale = 0.001,
 };
 static struct model_params guard_params = {
@@ -36,8 +36,13 @@ static struct model_params guard_params = {
 	.seed = 14, .scale = 0.001,
 };
 /* OPT_OUT needs this probability to win: a false opt-out silences a
- * doctor who wanted shifts. */
-#define OPT_OUT_THRESHOLD	0.50
+ * doctor who wanted shifts. A reply is clean when OK reaches
+ * ok_threshold: below 0.5, the guard needs more than an even chance to
+ * call a reply a violation (false alarms cost a regeneration). */
+static double	opt_out_threshold = 0.50;
+static double	ok_threshold = 0.50;
+/* A claim no rule names needs this probability (0: none). */
+static double	solo_threshold = 0.8;
 
 /* The authors of one split, in the order SPLITS lists them. */
 struct split {
@@ -326,7 +331,7 @@ train_one(const char *corpus, const char *out, const struct split *train,
 	struct exset		 tr = { 0 }, dv = { 0 };
 	struct model		*m = NULL;
 	struct diag		 d;
-	size_t			 nl;
+	size_t			 nl, i;
 	int			 rc = -1;
 
 	nl = guard ? ruleset_guard_labels(rs->claims, labels) :
@@ -351,7 +356,12 @@ train_one(const char *corpus, const char *out, const struct split *train,
 	}
 	model_calibrate(m, dv.ex, dv.n);
 	if (!guard)
-		model_set_threshold(m, INTENT_OPT_OUT, OPT_OUT_THRESHOLD);
+		model_set_threshold(m, INTENT_OPT_OUT, opt_out_threshold);
+	else {
+		model_set_threshold(m, 0, ok_threshold);
+		for (i = 1; i < nl; i++)
+			model_set_threshold(m, i, solo_threshold);
+	}
 	fprintf(stderr, "%s: %zu train, %zu dev examples; %zu rows; train "
 	    "%.1f%%, dev %.1f%% (model alone)\n", guard ? "guard" : "intent",
 	    tr.n, dv.n, model_nrows(m), exset_accuracy(m, &tr),
@@ -395,12 +405,19 @@ train_set(const char *arg)
 		p->bits = (unsigned)v;
 	else if (strncmp(name, "seed=", 5) == 0)
 		p->seed = (uint64_t)v;
+	else if (p == &intent_params && strncmp(name, "opt_out=", 8) == 0)
+		opt_out_threshold = v;
+	else if (p == &guard_params && strncmp(name, "ok=", 3) == 0)
+		ok_threshold = v;
+	else if (p == &guard_params && strncmp(name, "solo=", 5) == 0)
+		solo_threshold = v;
 	else
 		goto bad;
 	return 0;
 bad:
 	fprintf(stderr, "modegate train: --set %s: expected intent|guard."
-	    "epochs|lr|l2|min_count|bits|seed=VALUE\n", arg);
+	    "epochs|lr|l2|min_count|bits|seed=VALUE, intent.opt_out=P, "
+	    "guard.ok=P\n", arg);
 	return -1;
 }
 
