@@ -22,7 +22,7 @@ static const struct cmd_entry cmd_table[] = {
 	  "classify one message a line: INTENT<TAB>confidence<TAB>message; "
 	  "--context reads MESSAGE<TAB>JULIA_BEFORE lines, --explain adds "
 	  "who decided, the runner-up and the evidence" },
-	{ "train", cmd_train, "train [--corpus DIR] [--out DIR]",
+	{ "train", cmd_train, "train [--corpus DIR] [--out DIR] [--set P=V]",
 	  "learn mode/intent.model and mode/guard.model from the corpus "
 	  "(default tests/corpus; deterministic)" },
 	{ "explain", cmd_explain, "explain --mode M [--pending P "

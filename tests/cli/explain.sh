@@ -21,7 +21,7 @@ sys.exit(0 if ($expr) else 1)" 2>/dev/null; then
 		echo "# $out"
 	fi
 }
-echo "1..7"
+echo "1..9"
 check "all keys present" "set(j) >= {'intent','confidence','policy','proposal','decision','mode','pending_transition','tools_allowed','tools_removed','forbidden_claims','required_behavior','prompt_constraints'}" \
     -- --mode discovery "Oi, tudo bem?"
 check "discovery: interest is PENDING oferta, mode still discovery, no buscar_vagas" \
@@ -42,3 +42,13 @@ check "opt-out is blocked by policy, router not run" \
 check "35 days idle goes to reativacao" \
     "j['decision']=='APPLY' and j['mode']=='reativacao' and j['reason']=='inactivity:35d'" \
     -- --mode oferta --inactive-days 35 "oi"
+check "the evidence: who decided, the runner-up with its score, the model's features" \
+    "j['intent']=='OBJECAO_GRAVE' and j['intent_source'] in ('both','model') and j['runner_up']['intent']!=j['intent'] and 0<=j['runner_up']['score']<=j['confidence'] and '| model: ' in j['evidence'] and j['rule_intent']=='OBJECAO_GRAVE' and j['model_intent']=='OBJECAO_GRAVE'" \
+    -- --mode oferta "isso é golpe, vou denunciar vcs no procon"
+n=$((n + 1))
+out=$(printf 'vou denunciar vcs no procon\tQuer ver as vagas?\n' |
+    "$bin" intent --context --explain)
+case $out in
+OBJECAO_GRAVE*"	vou denunciar vcs no procon	"*"	"*"model: "*) echo "ok $n - intent --explain: source, runner-up, score, evidence" ;;
+*) echo "not ok $n - intent --explain: source, runner-up, score, evidence"; echo "# $out" ;;
+esac
