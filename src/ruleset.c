@@ -113,17 +113,6 @@ ruleset_load_intent(const char *dir, struct model **model, struct diag *d)
 	return lex;
 }
 
-const char *
-ruleset_claim_text(const void *ctx, const char *id)
-{
-	const struct claims	*c = ctx;
-	int			 i;
-
-	if (c == NULL || (i = claims_find(c, id)) == -1)
-		return NULL;
-	return claims_prompt(c, i);
-}
-
 int
 ruleset_load(struct ruleset *rs, const char *dir, struct diag *d)
 {
@@ -164,6 +153,10 @@ ruleset_load_opts(struct ruleset *rs, const char *dir, bool models,
 		rs->gate = gate_load(&f, d);
 		flat_free(&f);
 	}
+	if (read_rule(dir, "mode/messages.json", &f, d) == 0) {
+		rs->messages = messages_load(&f, d);
+		flat_free(&f);
+	}
 	if (read_rule(dir, "policy/policy.json", &f, d) == 0) {
 		rs->policy = policy_load(&f, d);
 		flat_free(&f);
@@ -171,7 +164,7 @@ ruleset_load_opts(struct ruleset *rs, const char *dir, bool models,
 	if (rs->gate != NULL && rs->matrix != NULL)
 		gate_check_prompts(rs->gate, rs->matrix, d);
 	if (rs->gate != NULL && rs->claims != NULL)
-		gate_check_claims(rs->gate, ruleset_claim_text, rs->claims, d);
+		gate_check_claims(rs->gate, turn_claim_text, rs->claims, d);
 	if (d->n + d->dropped != before) {
 		ruleset_free(rs);
 		return -1;
@@ -189,5 +182,6 @@ ruleset_free(struct ruleset *rs)
 	matrix_free(rs->matrix);
 	gate_free(rs->gate);
 	policy_free(rs->policy);
+	messages_free(rs->messages);
 	memset(rs, 0, sizeof *rs);
 }

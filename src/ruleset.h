@@ -1,27 +1,15 @@
 /*
  * ruleset.h -- every rule file of a rules directory, loaded and checked
  * together: mode/intents.json, mode/claims.json, mode/transitions.json,
- * mode/capabilities.json and policy/policy.json.
+ * mode/capabilities.json, mode/messages.json and policy/policy.json, and
+ * the learned models mode/intent.model and mode/guard.model when present
+ * (struct ruleset is the core's: mode/turn.h).
  * SPDX-License-Identifier: MIT
  */
 #ifndef MG_RULESET_H
 #define MG_RULESET_H
 
-#include "../mode/gate.h"
-#include "../mode/guard.h"
-#include "../mode/intent.h"
-#include "../mode/router.h"
-#include "../policy/policy.h"
-
-struct ruleset {
-	struct lexicon	*lex;
-	struct model	*intent_model;	/* mode/intent.model; NULL: rules only */
-	struct claims	*claims;
-	struct model	*guard_model;	/* mode/guard.model; NULL: rules only */
-	struct matrix	*matrix;
-	struct gate	*gate;
-	struct policy	*policy;
-};
+#include "../mode/turn.h"
 
 /*
  * Load every rule file under dir, then the cross-file checks (a confirm
@@ -58,8 +46,5 @@ size_t	ruleset_guard_labels(const struct claims *, const char **labels);
  * after the lexicon), or NULL with the problems in d. */
 struct lexicon	*ruleset_load_intent(const char *dir, struct model **model,
 		    struct diag *d);
-
-/* A gate_claim_text_fn over a struct claims (ctx): the claim's prompt. */
-const char	*ruleset_claim_text(const void *ctx, const char *id);
 
 #endif
