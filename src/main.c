@@ -5,14 +5,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "cmd/cmd.h"
 
 static const struct cmd_entry cmd_table[] = {
 	{ "check-config", cmd_check_config, "check-config [--list]",
 	  "check the environment and rule files; --list prints the "
 	  "variable table" },
 	{ "migrate", cmd_migrate, "migrate",
-	  "apply the sql/NNNN_*.sql migrations not yet applied" },
+	  "apply the sql/NNNN_*.sql migrations not yet applied, then "
+	  "re-apply sql/functions/" },
 	{ "serve", cmd_serve, "serve",
 	  "run the HTTP front door: GET/POST /webhook, /healthz, /readyz, "
 	  "/metrics" },

@@ -10,8 +10,8 @@
 
 #include "../../mode/intent.h"
 #include "../../mode/normalize.h"
-#include "../../src/rules.h"
-#include "../../src/ruleset.h"
+#include "../../src/rules/flatfile.h"
+#include "../../src/rules/ruleset.h"
 #include "fuzz_main.h"
 
 #ifndef MG_RULES_DIR
