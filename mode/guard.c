@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "guard.h"
+
+#define GUARD_SEEN	64	/* distinct clauses remembered */
+#define GUARD_REPLY_MAX	8192	/* bytes of a reply without its repeats */
 #include "match.h"
 #include "normalize.h"
 
@@ -440,7 +443,7 @@ guard_probs(const struct claims *cl, const int *which, size_t nwhich,
  * those the rules also name.
  */
 static void
-guard_model(const struct claims *cl, const int *which, size_t nwhich,
+guard_model_part(const struct claims *cl, const int *which, size_t nwhich,
     const char *reply, size_t len, bool *hit)
 {
 	struct feats	f;
@@ -479,6 +482,91 @@ guard_model(const struct claims *cl, const int *which, size_t nwhich,
 	}
 	if (!sure)
 		memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
+}
+
+/*
+ * The model judges replies of the size it learned from (a few sentences):
+ * a longer reply is judged in parts of whole clauses of at most
+ * GUARD_CHUNK bytes (a linear model's sums grow with the text, and 200
+ * repeats of a friendly sentence are not a promise), a claim violated
+ * when any part violates it.
+ */
+/* FNV-1a of a normalised clause. */
+static uint32_t
+clause_hash(const char *s)
+{
+	uint32_t	h = 2166136261u;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/*
+ * A reply that repeats a clause says no more than once: when some clause
+ * (normalised) comes again, out gets the reply without the repeats and
+ * the length is returned; 0 when nothing repeats (judge the reply as is).
+ */
+static size_t
+guard_unrepeat(const char *reply, size_t len, char *out, size_t outlen)
+{
+	uint32_t	seen[GUARD_SEEN];
+	char		norm[GUARD_CHUNK * 4 + 64];
+	bool		question, dup = false;
+	size_t		pos = 0, start, clen, n = 0, ns = 0, i, end;
+
+	while (clause_next(reply, len, &pos, &start, &clen, &question)) {
+		end = pos < len ? pos : len;	/* the clause and its mark */
+		text_normalize(reply + start, clen, norm, sizeof norm);
+		for (i = 0; i < ns && seen[i] != clause_hash(norm); i++)
+			;
+		if (norm[0] != '\0' && i < ns) {
+			dup = true;
+			continue;
+		}
+		if (ns < GUARD_SEEN)
+			seen[ns++] = clause_hash(norm);
+		if (n + (end - start) + 1 < outlen) {
+			if (n > 0)
+				out[n++] = ' ';
+			memcpy(out + n, reply + start, end - start);
+			n += end - start;
+		}
+	}
+	return dup ? n : 0;
+}
+
+static void
+guard_model(const struct claims *cl, const int *which, size_t nwhich,
+    const char *reply, size_t len, bool *hit)
+{
+	char			 once[GUARD_REPLY_MAX];
+	bool			 part[GUARD_MAX_CLAIMS], question;
+	size_t			 pos = 0, start, clen, from = 0, i, n;
+
+	if ((n = guard_unrepeat(reply, len, once, sizeof once)) > 0) {
+		reply = once;
+		len = n;
+	}
+	if (len <= GUARD_CHUNK) {
+		guard_model_part(cl, which, nwhich, reply, len, hit);
+		return;
+	}
+	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
+	while (from < len) {
+		/* Whole clauses while they fit (at least one). */
+		for (pos = from; clause_next(reply, len, &pos, &start, &clen,
+		    &question) && pos - from <= GUARD_CHUNK; )
+			if (pos - from + 1 > GUARD_CHUNK)
+				break;
+		if (pos - from > GUARD_CHUNK && start > from)
+			pos = start;
+		guard_model_part(cl, which, nwhich, reply + from, pos - from,
+		    part);
+		for (i = 0; i < GUARD_MAX_CLAIMS; i++)
+			hit[i] = hit[i] || part[i];
+		from = pos;
+	}
 }
 
 size_t

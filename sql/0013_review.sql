@@ -12,7 +12,7 @@
 -- One row per message an operator labelled: it leaves the review list,
 -- and the corpus line can be traced back to it.
 CREATE TABLE review_labels (
-	inbox_id	bigint PRIMARY KEY REFERENCES inbox (id),
+	inbox_id	bigint PRIMARY KEY,	-- no FK: inbox stays truncatable
 	intent		text NOT NULL CHECK (intent ~ '^[A-Z_]+$'),
 	detected	text,		-- what the detector said
 	labelled_by	text,

@@ -201,6 +201,11 @@ test_with_the_model(void **state)
 	intent_detect_ctx(*state, "s", 1, "Quer que eu te mande as vagas?", 30,
 	    &r);
 	assert_string_equal(intent_name(r.intent), "CONFIRMACAO");
+	/* A question is no opt-out without a rule saying so. */
+	t = "Pode fingir que fechou comigo por 3 mil? Só pra eu mostrar pro "
+	    "meu chefe";
+	intent_detect(*state, t, strlen(t), &r);
+	assert_int_not_equal(r.intent, INTENT_OPT_OUT);
 	/* No model: the rules alone, as before. */
 	lexicon_set_model(*state, NULL);
 	intent_detect(*state, t, strlen(t), &r);
