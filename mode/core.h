@@ -30,13 +30,13 @@
 	X(INTENT_RECUSA, "RECUSA")                                     \
 	X(INTENT_OBJECAO, "OBJECAO")                                   \
 	X(INTENT_OPT_OUT, "OPT_OUT")                                   \
-	X(INTENT_OPT_IN, "OPT_IN")                                     \
 	X(INTENT_OBJECAO_GRAVE, "OBJECAO_GRAVE")                       \
 	X(INTENT_PEDIDO_HUMANO, "PEDIDO_HUMANO")                       \
 	X(INTENT_DESFECHO_FECHOU, "DESFECHO_FECHOU")                   \
 	X(INTENT_DESFECHO_NAO_FECHOU, "DESFECHO_NAO_FECHOU")           \
 	X(INTENT_SAUDACAO, "SAUDACAO")                                 \
-	X(INTENT_NEUTRO, "NEUTRO")
+	X(INTENT_NEUTRO, "NEUTRO")                                     \
+	X(INTENT_OPT_IN, "OPT_IN")
 
 #define DECISION_LIST(X)                                               \
 	X(TRANS_APPLY, "APPLY")                                        \

@@ -46,6 +46,15 @@ static const struct cmd_entry cmd_table[] = {
 	{ "set-mode", cmd_set_mode, "set-mode WA_ID MODE [--reason TEXT] "
 	  "[--by WHO] [--phone-number-id ID]",
 	  "set the conversation mode by hand (mode_source manual)" },
+	{ "opt-out", cmd_opt_out, "opt-out WA_ID [--by WHO] "
+	  "[--phone-number-id ID]",
+	  "record the doctor's opt-out (nothing is sent)" },
+	{ "opt-in", cmd_opt_in, "opt-in WA_ID [--by WHO] "
+	  "[--phone-number-id ID]",
+	  "clear the doctor's opt-out" },
+	{ "cooling-off", cmd_cooling_off, "cooling-off WA_ID (--days N | "
+	  "--clear) [--by WHO] [--phone-number-id ID]",
+	  "pause proactive messages for N days, or end the pause" },
 	{ "review", cmd_review, "review list [--since DATE] "
 	  "[--max-confidence P] | label ID INTENT [--corpus DIR] [--by WHO]",
 	  "messages the intent detector was unsure of; label one into the "

@@ -73,7 +73,7 @@ DECLARE
 	total	int;
 BEGIN
 	BEGIN
-		d1 := nullif(a ->> 'data', '')::date;
+		d1 := nullif(coalesce(a ->> 'data_de', a ->> 'data'), '')::date;
 		d2 := nullif(a ->> 'data_ate', '')::date;
 	EXCEPTION WHEN others THEN
 		RETURN jsonb_build_object('ok', false,
@@ -88,6 +88,10 @@ BEGIN
 		    AND (d1 IS NULL OR (d2 IS NULL AND v.data = d1) OR
 			(d2 IS NOT NULL AND v.data >= d1))
 		    AND (d2 IS NULL OR v.data <= d2)
+		    -- a shift this doctor did not close is not offered again
+		    AND NOT EXISTS (SELECT 1 FROM funnel_events f
+			WHERE f.conversation_id = p_conversation_id
+			    AND f.vaga_id = v.id AND f.status = 'nao_fechou')
 	)
 	SELECT (SELECT count(*) FROM hits),
 	    coalesce((SELECT jsonb_agg(mg_vaga_json(h.v)

@@ -176,6 +176,7 @@ BEGIN
 		'serious_objection_at', c.serious_objection_at,
 		'reserva_confirmada', c.reserva_confirmada,
 		'objecao_resolvida', c.objecao_resolvida,
+		'objecao_at', c.objecao_at, 'objecao_motivo', c.objecao_motivo,
 		'especialidade', c.especialidade, 'regiao', c.regiao,
 		'mode_updated_at', c.mode_updated_at,
 		'mode_updated_reason', c.mode_updated_reason,
@@ -238,7 +239,8 @@ BEGIN
 	    'pending_transition', 'pending_transition_at', 'control',
 	    'opted_out_at', 'opt_out_confirmed_at', 'serious_objection_at',
 	    'cooling_off_until', 'reserva_confirmada', 'objecao_resolvida',
-	    'especialidade', 'regiao', 'profile_name', 'control_updated_by');
+	    'especialidade', 'regiao', 'profile_name', 'control_updated_by',
+	    'objecao_at', 'objecao_motivo');
 	IF bad IS NOT NULL THEN
 		RAISE EXCEPTION 'mg_commit_turn: unknown conversation keys %', bad;
 	END IF;
@@ -287,7 +289,11 @@ BEGIN
 	    regiao = CASE WHEN p_set ? 'regiao'
 		THEN p_set ->> 'regiao' ELSE c.regiao END,
 	    profile_name = CASE WHEN p_set ? 'profile_name'
-		THEN p_set ->> 'profile_name' ELSE c.profile_name END
+		THEN p_set ->> 'profile_name' ELSE c.profile_name END,
+	    objecao_at = CASE WHEN p_set ? 'objecao_at'
+		THEN (p_set ->> 'objecao_at')::timestamptz ELSE c.objecao_at END,
+	    objecao_motivo = CASE WHEN p_set ? 'objecao_motivo'
+		THEN p_set ->> 'objecao_motivo' ELSE c.objecao_motivo END
 	WHERE c.id = p_id;
 END $$;
 

@@ -159,6 +159,90 @@ BEGIN
 	RETURN f;
 END $$;
 
+-- mg_opt_out(wa_id, who, phone_number_id) / mg_opt_in(...): an operator
+-- records the doctor's opt-out (no message is sent: the doctor asked
+-- elsewhere) or clears it (the doctor asked to come back elsewhere).
+-- Audited (step "opt_out" / "opt_in", by whom). Returns the conversation
+-- ids; one already in that state is left alone (and not audited).
+CREATE OR REPLACE FUNCTION mg_opt_out(p_wa_id text, p_who text,
+    p_phone_number_id text DEFAULT NULL) RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+DECLARE
+	c	conversations;
+	ids	bigint[] := '{}';
+BEGIN
+	FOR c IN SELECT * FROM mg_conversations_of(p_wa_id, p_phone_number_id)
+	    FOR UPDATE LOOP
+		ids := ids || c.id;
+		CONTINUE WHEN c.opted_out_at IS NOT NULL;	/* already */
+		UPDATE conversations SET opted_out_at = now(),
+		    opt_out_confirmed_at = now()
+		WHERE id = c.id;
+		INSERT INTO audit_log (conversation_id, step, decision, reason,
+		    details)
+		VALUES (c.id, 'opt_out', 'recorded', 'operator',
+		    jsonb_build_object('by', coalesce(p_who, session_user)));
+	END LOOP;
+	RETURN ids;
+END $$;
+
+CREATE OR REPLACE FUNCTION mg_opt_in(p_wa_id text, p_who text,
+    p_phone_number_id text DEFAULT NULL) RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+DECLARE
+	c	conversations;
+	ids	bigint[] := '{}';
+BEGIN
+	FOR c IN SELECT * FROM mg_conversations_of(p_wa_id, p_phone_number_id)
+	    FOR UPDATE LOOP
+		ids := ids || c.id;
+		CONTINUE WHEN c.opted_out_at IS NULL;	/* already */
+		UPDATE conversations SET opted_out_at = NULL,
+		    opt_out_confirmed_at = NULL
+		WHERE id = c.id;
+		INSERT INTO audit_log (conversation_id, step, decision, reason,
+		    details)
+		VALUES (c.id, 'opt_in', 'cleared', 'operator',
+		    jsonb_build_object('by', coalesce(p_who, session_user),
+			'opted_out_at', c.opted_out_at));
+	END LOOP;
+	RETURN ids;
+END $$;
+
+-- mg_cooling_off(wa_id, days, who, phone_number_id): nothing proactive
+-- (follow-ups, campaigns) goes to the doctor for days days from now;
+-- days NULL clears it. An inbound message is still answered (policy rule
+-- cooling_off: no shift offered unless asked). Audited (step
+-- "cooling_off"). Returns the conversation ids.
+CREATE OR REPLACE FUNCTION mg_cooling_off(p_wa_id text, p_days int,
+    p_who text, p_phone_number_id text DEFAULT NULL) RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+DECLARE
+	c	conversations;
+	ids	bigint[] := '{}';
+	until	timestamptz;
+BEGIN
+	IF p_days IS NOT NULL AND p_days NOT BETWEEN 1 AND 3650 THEN
+		RAISE EXCEPTION 'cooling-off of % days: 1 to 3650', p_days
+		    USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	until := CASE WHEN p_days IS NULL THEN NULL
+	    ELSE now() + make_interval(days => p_days) END;
+	FOR c IN SELECT * FROM mg_conversations_of(p_wa_id, p_phone_number_id)
+	    FOR UPDATE LOOP
+		UPDATE conversations SET cooling_off_until = until
+		WHERE id = c.id;
+		INSERT INTO audit_log (conversation_id, step, decision, reason,
+		    details)
+		VALUES (c.id, 'cooling_off', CASE WHEN until IS NULL
+		    THEN 'cleared' ELSE 'started' END, 'operator',
+		    jsonb_build_object('by', coalesce(p_who, session_user),
+			'until', until, 'was', c.cooling_off_until));
+		ids := ids || c.id;
+	END LOOP;
+	RETURN ids;
+END $$;
+
 -- The review loop of the intent detector (issue 14; table review_labels,
 -- sql/0013_review.sql) ------------------------------------------------
 

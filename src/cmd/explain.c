@@ -34,6 +34,9 @@ struct explain {
 	struct mode_state	 st;
 	long			 pending_age_min;
 	long			 inactive_days;
+	bool			 opted_out;	/* --opted-out */
+	bool			 cooling_off;	/* --cooling-off */
+	const char		*objection;	/* --objection TEXT: open */
 	int			 json;
 	struct intent_result	 intent;
 	struct policy_result	 policy;
@@ -63,6 +66,9 @@ explain_args(int argc, char **argv, struct explain *ex)
 		{ "pending", required_argument, NULL, 'p' },
 		{ "pending-age", required_argument, NULL, 'a' },
 		{ "inactive-days", required_argument, NULL, 'i' },
+		{ "opted-out", no_argument, NULL, 'o' },
+		{ "cooling-off", no_argument, NULL, 'c' },
+		{ "objection", required_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -81,12 +87,19 @@ explain_args(int argc, char **argv, struct explain *ex)
 			bad = 1;
 		else if (c == 'j')
 			ex->json = 1;
+		else if (c == 'o')
+			ex->opted_out = true;
+		else if (c == 'c')
+			ex->cooling_off = true;
+		else if (c == 'b')
+			ex->objection = optarg;
 		else if (c == '?')
 			bad = 1;
 	}
 	if (bad || mode == -1 || optind != argc - 1 || pending == mode) {
 		fprintf(stderr, "usage: modegate explain --mode MODE [--pending "
-		    "MODE --pending-age MINUTES] [--inactive-days DAYS] [--json] "
+		    "MODE --pending-age MINUTES] [--inactive-days DAYS] "
+		    "[--opted-out] [--cooling-off] [--objection TEXT] [--json] "
 		    "MESSAGE\n");
 		return -1;
 	}
@@ -118,6 +131,13 @@ explain_run(const struct ruleset *rs, struct explain *ex)
 	memset(&in, 0, sizeof in);
 	in.conv.st = ex->st;
 	in.conv.flag = TURN_FLAG_ON;
+	in.conv.opted_out_at = ex->opted_out ? ex->now_ms - MS_PER_MIN : 0;
+	in.conv.opt_out_confirmed = ex->opted_out;
+	in.conv.cooling_off_until = ex->cooling_off ? ex->now_ms +
+	    24 * 60 * MS_PER_MIN : 0;
+	in.conv.objection_at = ex->objection != NULL ? ex->now_ms -
+	    MS_PER_MIN : 0;
+	in.conv.objection = ex->objection;
 	in.conv.last_inbound_at = ex->now_ms - (ex->inactive_days > 0 ?
 	    ex->inactive_days * 24 * 60 * MS_PER_MIN : MS_PER_MIN);
 	in.msgs = &m;
@@ -169,6 +189,11 @@ explain_plan(const struct ruleset *rs, const struct explain *ex)
 			json_object_array_add(a,
 			    json_object_new_string(mode_name(i)));
 	json_object_object_add(o, "guard_modes", a);
+	json_object_object_add(o, "bridge", json_object_new_string(
+	    turn_tool_refusal(p, TOOL_CRIAR_HANDOFF_EXTERNO) != NULL ?
+	    turn_tool_refusal(p, TOOL_CRIAR_HANDOFF_EXTERNO) : "allowed"));
+	json_object_object_add(o, "llm_constraints", p->reply == REPLY_LLM ?
+	    json_object_new_string(p->constraints) : NULL);
 	if (commit_init(&c, ex->now_ms) == 0) {
 		commit_plan(&c, p);
 		if (p->reply == REPLY_CANNED)

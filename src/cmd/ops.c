@@ -1,6 +1,7 @@
 /*
  * cmd_ops.c -- the operators' commands on one doctor's conversations:
- * modegate takeover | release | set-mode, and the funnel report:
+ * modegate takeover | release | set-mode | opt-out | opt-in |
+ * cooling-off, and the funnel report:
  * modegate funnel. Each is one call of a function of sql/functions/
  * (audited there).
  *
@@ -24,6 +25,7 @@ struct ops_args {
 	const char	*by;
 	const char	*reason;
 	const char	*phone_number_id;
+	const char	*days;		/* cooling-off; NULL: --clear */
 };
 
 /* One verb: its name, usage, options, SQL and what it did. */
@@ -32,27 +34,47 @@ struct ops_verb {
 	const char	*usage;
 	int		 with_mode;	/* takes MODE after WA_ID */
 	int		 with_reason;
+	int		 with_days;	/* --days N | --clear */
 	const char	*sql;		/* returns the conversation ids */
 	const char	*params;	/* sql's $1, $2...: w wa_id, m mode,
-					 * r reason, b by, n phone_number_id */
+					 * r reason, b by, n phone_number_id,
+					 * d days */
 	const char	*done;		/* "...: N conversation(s) %s" */
 };
 
 static const struct ops_verb ops_verbs[] = {
 	{ "takeover", "usage: modegate takeover WA_ID [--by WHO] "
-	  "[--reason TEXT] [--phone-number-id ID]\n", 0, 1,
+	  "[--reason TEXT] [--phone-number-id ID]\n", 0, 1, 0,
 	  "SELECT unnest(mg_takeover($1, $2, $3, $4))", "wbrn",
 	  "now under human control (the AI stays silent)" },
 	{ "release", "usage: modegate release WA_ID [--by WHO] "
-	  "[--phone-number-id ID]\n", 0, 0,
+	  "[--phone-number-id ID]\n", 0, 0, 0,
 	  "SELECT unnest(mg_release($1, $2, $3))", "wbn",
 	  "back under AI control (pending transition cleared, history "
 	  "restarts now)" },
 	{ "set-mode", "usage: modegate set-mode WA_ID MODE [--reason TEXT] "
 	  "[--by WHO] [--phone-number-id ID]\n"
-	  "MODE: discovery, oferta, followup or reativacao\n", 1, 1,
+	  "MODE: discovery, oferta, followup or reativacao\n", 1, 1, 0,
 	  "SELECT unnest(mg_set_mode($1, $2, $3, $4, $5))", "wmrbn",
 	  "set by hand (mode_source manual)" },
+	{ "opt-out", "usage: modegate opt-out WA_ID [--by WHO] "
+	  "[--phone-number-id ID]\n"
+	  "Records that the doctor asked not to be messaged (nothing is "
+	  "sent).\n", 0, 0, 0,
+	  "SELECT unnest(mg_opt_out($1, $2, $3))", "wbn",
+	  "opted out: no message goes to the doctor until opt-in" },
+	{ "opt-in", "usage: modegate opt-in WA_ID [--by WHO] "
+	  "[--phone-number-id ID]\n"
+	  "Clears the doctor's opt-out (the doctor asked to come back).\n",
+	  0, 0, 0, "SELECT unnest(mg_opt_in($1, $2, $3))", "wbn",
+	  "opted in again" },
+	{ "cooling-off", "usage: modegate cooling-off WA_ID (--days N | "
+	  "--clear) [--by WHO] [--phone-number-id ID]\n"
+	  "--days N: nothing proactive (follow-ups, campaigns) for N days "
+	  "(1-3650) from now; inbound\nmessages are still answered, offering "
+	  "no shift unless asked. --clear: ends it.\n", 0, 0, 1,
+	  "SELECT unnest(mg_cooling_off($1, $2::int, $3, $4))", "wdbn",
+	  "cooling-off set (see audit_log step cooling_off)" },
 };
 
 /* Parse WA_ID [MODE] and the options; 0 or EX_USAGE_CODE. */
@@ -64,9 +86,11 @@ ops_parse(const struct ops_verb *v, int argc, char **argv,
 		{ "by", required_argument, NULL, 'b' },
 		{ "reason", required_argument, NULL, 'r' },
 		{ "phone-number-id", required_argument, NULL, 'n' },
+		{ "days", required_argument, NULL, 'd' },
+		{ "clear", no_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int	 c;
+	int	 c, days = 0, clear = 0;
 
 	memset(a, 0, sizeof *a);
 	a->by = getenv("USER");		/* NULL: the database user */
@@ -78,8 +102,17 @@ ops_parse(const struct ops_verb *v, int argc, char **argv,
 			a->reason = optarg;
 		else if (c == 'n')
 			a->phone_number_id = optarg;
+		else if (c == 'd' && v->with_days) {
+			a->days = optarg;
+			days = 1;
+		} else if (c == 'c' && v->with_days)
+			clear = 1;
 		else
 			goto usage;
+	}
+	if (v->with_days && days + clear != 1) {
+		fprintf(stderr, "%s: give --days N or --clear\n", v->name);
+		goto usage;
 	}
 	if (argc - optind != 1 + v->with_mode || *argv[optind] == '\0')
 		goto usage;
@@ -111,6 +144,8 @@ ops_param(const struct ops_args *a, char letter)
 		return a->reason;
 	case 'b':
 		return a->by;
+	case 'd':
+		return a->days;
 	default:
 		return a->phone_number_id;
 	}
@@ -171,6 +206,24 @@ ops_main(const char *name, int argc, char **argv)
 	if ((rc = ops_parse(v, argc, argv, &a)) != 0)
 		return rc;
 	return ops_run(v, &a);
+}
+
+int
+cmd_opt_out(int argc, char **argv)
+{
+	return ops_main("opt-out", argc, argv);
+}
+
+int
+cmd_opt_in(int argc, char **argv)
+{
+	return ops_main("opt-in", argc, argv);
+}
+
+int
+cmd_cooling_off(int argc, char **argv)
+{
+	return ops_main("cooling-off", argc, argv);
 }
 
 int

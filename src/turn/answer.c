@@ -94,9 +94,21 @@ answer_tool_exec(const char *name, json_object *args, llm_tool_reply_fn *reply,
 {
 	struct turn		*t = arg;
 	struct tool_call	*c;
-	const char		*p[2];
+	const char		*p[2], *why;
+	json_object		*o;
 	int			 tool = tool_from_name(name);
 
+	if (tool >= 0 && (why = turn_tool_refusal(&t->plan,
+	    (enum tool)tool)) != NULL) {
+		/* Refused in code, never run: the LLM reads why and asks. */
+		o = json_object_new_object();
+		json_object_object_add(o, "ok", json_object_new_boolean(0));
+		json_object_object_add(o, "erro", json_object_new_string(why));
+		reply(cookie, json_object_to_json_string_ext(o,
+		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), 1);
+		json_object_put(o);
+		return;
+	}
 	if (tool < 0 || (c = calloc(1, sizeof *c)) == NULL) {
 		reply(cookie, "{\"ok\":false,\"erro\":\"ferramenta "
 		    "desconhecida\"}", 1);
@@ -183,6 +195,11 @@ answer_system(struct turn *t)
 		cat(t->system, TURN_SYSTEM_MAX, GATE_SEPARATOR);
 		cat(t->system, TURN_SYSTEM_MAX, t->plan.constraints);
 	}
+	cat(t->system, TURN_SYSTEM_MAX, GATE_SEPARATOR);
+	cat(t->system, TURN_SYSTEM_MAX, "## DATA E HORA\n");
+	cat(t->system, TURN_SYSTEM_MAX, t->plan.today);
+	cat(t->system, TURN_SYSTEM_MAX, " Use datas no formato AAAA-MM-DD "
+	    "nas ferramentas (buscar_vagas aceita data_de e data_ate).\n");
 	cat(t->system, TURN_SYSTEM_MAX, GATE_SEPARATOR);
 	answer_doctor_text(t, t->system, TURN_SYSTEM_MAX);
 	return 0;
@@ -284,6 +301,12 @@ answer_tools(struct turn *t)
 	json_object_object_add(d, "pending", p->st.pending >= 0 ?
 	    json_object_new_string(mode_name(p->st.pending)) : NULL);
 	json_object_object_add(d, "tools_offered", al);
+	al = json_object_new_array();
+	for (i = 0; i < (int)gate_claim_count(t->w->rs.gate, p->prompt_mode);
+	    i++)
+		json_object_array_add(al, json_object_new_string(gate_claim(
+		    t->w->rs.gate, p->prompt_mode, (size_t)i)));
+	json_object_object_add(d, "forbidden_claims", al);
 	json_object_object_add(d, on ? "tools_removed" : "tools_would_remove",
 	    rm);
 	commit_audit(&t->c, "gate", mode_name(p->prompt_mode), on ?

@@ -252,10 +252,22 @@ commit_policy(struct commit *c, const struct turn_msg_plan *mp)
 }
 
 static void
-commit_router(struct commit *c, const struct turn_route *tr, int64_t id)
+commit_router(struct commit *c, const struct turn_route *tr,
+    const struct intent_result *in, int64_t id)
 {
 	const struct router_result	*r = &tr->r;
 	json_object			*d = json_object_new_object();
+	char				 conf[16];
+
+	if (in != NULL) {
+		snprintf(conf, sizeof conf, "%.2f", in->confidence);
+		json_object_object_add(d, "intent",
+		    json_object_new_string(intent_name(in->intent)));
+		json_object_object_add(d, "confidence",
+		    json_object_new_double_s(in->confidence, conf));
+		json_object_object_add(d, "evidence",
+		    json_object_new_string(in->evidence));
+	}
 
 	json_object_object_add(d, "from",
 	    json_object_new_string(mode_name(tr->before.mode)));
@@ -317,7 +329,7 @@ commit_message(struct commit *c, const struct turn_msg_plan *mp)
 	if (mp->decided)
 		commit_policy(c, mp);
 	if (mp->routed)
-		commit_router(c, &mp->route, mp->id);
+		commit_router(c, &mp->route, &mp->intent, mp->id);
 }
 
 void
@@ -339,6 +351,32 @@ commit_plan(struct commit *c, const struct turn_plan *p)
 	}
 	if (p->set.serious_objection)
 		commit_set_now(c, COL_SERIOUS_OBJECTION_AT);
+	if (p->set.opted_in) {
+		commit_set(c, COL_OPTED_OUT_AT, NULL);
+		commit_set(c, COL_OPT_OUT_CONFIRMED_AT, NULL);
+	}
+	if (p->set.cooling_off_until != 0) {
+		commit_set_time(c, COL_COOLING_OFF_UNTIL,
+		    p->set.cooling_off_until);
+		commit_audit(c, "cooling_off", "started", "policy", NULL,
+		    p->reply_to);
+	}
+	if (p->set.objection != NULL) {
+		commit_set_now(c, COL_OBJECAO_AT);
+		commit_set(c, COL_OBJECAO_MOTIVO, p->set.objection);
+		commit_col(c, COL_OBJECAO_RESOLVIDA,
+		    json_object_new_boolean(0));
+		commit_audit(c, "objection", "opened", p->set.objection, NULL,
+		    p->reply_to);
+	} else if (p->set.objection_resolved) {
+		commit_col(c, COL_OBJECAO_RESOLVIDA,
+		    json_object_new_boolean(1));
+		commit_audit(c, "objection", "resolved",
+		    "confirmed after the revisit", NULL, p->reply_to);
+	}
+	if (p->set.reserva >= 0)
+		commit_col(c, COL_RESERVA_CONFIRMADA,
+		    json_object_new_boolean(p->set.reserva));
 	commit_state(c, p);
 }
 
@@ -346,6 +384,6 @@ void
 commit_route(struct commit *c, const struct turn_plan *p,
     const struct turn_route *tr)
 {
-	commit_router(c, tr, p->reply_to);
+	commit_router(c, tr, NULL, p->reply_to);
 	commit_state(c, p);
 }

@@ -42,7 +42,9 @@
 	X(COL_ESPECIALIDADE, "especialidade")				\
 	X(COL_REGIAO, "regiao")						\
 	X(COL_PROFILE_NAME, "profile_name")				\
-	X(COL_CONTROL_UPDATED_BY, "control_updated_by")
+	X(COL_CONTROL_UPDATED_BY, "control_updated_by")		\
+	X(COL_OBJECAO_AT, "objecao_at")					\
+	X(COL_OBJECAO_MOTIVO, "objecao_motivo")
 
 #define MG_ENUM_ITEM(e, s) e,
 enum commit_key { COMMIT_KEY_LIST(MG_ENUM_ITEM) COMMIT_KEY__COUNT };

@@ -22,8 +22,10 @@ static const struct tools_def tools_defs[TOOL__COUNT] = {
 	    "\"cidade ou região\"},"
 	    "\"turno\":{\"type\":\"string\",\"enum\":[\"diurno\","
 	    "\"noturno\",\"12h\",\"24h\"]},"
-	    "\"data\":{\"type\":\"string\",\"description\":"
-	    "\"data no formato AAAA-MM-DD\"}}}" },
+	    "\"data_de\":{\"type\":\"string\",\"description\":"
+	    "\"primeiro dia, AAAA-MM-DD (sozinho: só esse dia)\"},"
+	    "\"data_ate\":{\"type\":\"string\",\"description\":"
+	    "\"último dia, AAAA-MM-DD (inclusive)\"}}}" },
 	[TOOL_CRIAR_HANDOFF_EXTERNO] = {
 	    "Conecta o médico ao responsável pela vaga (faz a ponte). Use "
 	    "só depois que o médico aceitar receber o contato.",
@@ -40,7 +42,11 @@ static const struct tools_def tools_defs[TOOL__COUNT] = {
 	    "Guarda um fato útil sobre o médico (especialidade, região, "
 	    "disponibilidade, preferências).",
 	    "{\"type\":\"object\",\"properties\":{\"fato\":{\"type\":"
-	    "\"string\"}},\"required\":[\"fato\"]}" },
+	    "\"string\"},\"especialidade\":{\"type\":\"string\","
+	    "\"description\":\"a especialidade do médico, se ele disse\"},"
+	    "\"regiao\":{\"type\":\"string\",\"description\":"
+	    "\"a cidade ou região onde ele quer plantões, se disse\"}},"
+	    "\"required\":[\"fato\"]}" },
 	[TOOL_ENCAMINHAR_HUMANO] = {
 	    "Passa a conversa para uma pessoa da equipe.",
 	    "{\"type\":\"object\",\"properties\":{\"motivo\":{\"type\":"

@@ -96,7 +96,10 @@ turn_decode_conv(json_object *ctx, struct turn_conv *cv)
 	cv->serious_objection_at = turn_parse_iso(job_jstr(c,
 	    "serious_objection_at"));
 	cv->reserva_confirmada = turn_jbool(c, "reserva_confirmada");
-	cv->objecao_resolvida = turn_jbool(c, "objecao_resolvida");
+	if (!turn_jbool(c, "objecao_resolvida")) {
+		cv->objection_at = turn_parse_iso(job_jstr(c, "objecao_at"));
+		cv->objection = job_jstr(c, "objecao_motivo");
+	}
 	cv->last_inbound_at = turn_parse_iso(job_jstr(c, "last_inbound_at"));
 }
 

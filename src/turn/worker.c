@@ -14,7 +14,7 @@
  * Round trips: the claim returns each turn's context (mg_claim_turns);
  * the read receipt is queued while the LLM already runs; the read
  * receipt and the commit lease their outbox rows to this process's
- * sender in their own transaction (sql/0009), so the reply is posted as
+ * sender in their own transaction (sql/functions/), so the reply is posted as
  * soon as the commit answers.
  * SPDX-License-Identifier: MIT
  */
@@ -107,7 +107,7 @@ worker_claim(struct worker *w)
 	p[1] = lease;
 	p[2] = win;
 	p[3] = lim;
-	/* The per-sender turn limit (sql/0008) counts each claimed turn. */
+	/* The per-sender turn limit (sql/functions/) counts each claimed turn. */
 	snprintf(turns, sizeof turns, "%d", w->cfg->sender_turns);
 	snprintf(per, sizeof per, "%d", w->cfg->sender_window_s);
 	p[4] = turns;

@@ -10,15 +10,15 @@
 #include "../../mode/model.h"
 #include "fuzz_main.h"
 
-static const char *const labels[] = {
-	"INTERESSE_VAGA", "CONFIRMACAO", "RECUSA", "OBJECAO", "OPT_OUT",
-	"OPT_IN", "OBJECAO_GRAVE", "PEDIDO_HUMANO", "DESFECHO_FECHOU",
-	"DESFECHO_NAO_FECHOU", "SAUDACAO", "NEUTRO"
-};
+static const char	*labels[INTENT__COUNT];
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	int	k;
+
+	for (k = 0; k < INTENT__COUNT; k++)
+		labels[k] = intent_name(k);
 	return 0;
 }
 
@@ -33,20 +33,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t			 len, len2, k;
 
 	diag_init(&d);
+	if (labels[0] == NULL)
+		LLVMFuzzerInitialize(NULL, NULL);
 	m = model_load((const char *)data, size, "mode/intent.model",
-	    "intent", labels, 12, &d);
+	    "intent", labels, INTENT__COUNT, &d);
 	if (m == NULL)
 		return d.n + d.dropped > 0 ? 0 : (abort(), 0);
 	feats_init(&f, NULL);
 	feats_text(&f, "quero voltar a receber vagas de plantao");
-	model_probs(m, &f, 0xFFF, p);
-	for (k = 0; k < 12; k++)
+	model_probs(m, &f, (1u << INTENT__COUNT) - 1, p);
+	for (k = 0; k < INTENT__COUNT; k++)
 		sum += p[k];
 	if (sum < 0.999 || sum > 1.001)
 		abort();
 	if ((w = model_write(m, &len)) == NULL)
 		abort();
-	m2 = model_load(w, len, "copy", "intent", labels, 12, &d);
+	m2 = model_load(w, len, "copy", "intent", labels, INTENT__COUNT, &d);
 	if (m2 == NULL || (w2 = model_write(m2, &len2)) == NULL ||
 	    len2 != len || memcmp(w, w2, len) != 0)
 		abort();
