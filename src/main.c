@@ -59,6 +59,10 @@ static const struct cmd_entry cmd_table[] = {
 	  "[--max-confidence P] | label ID INTENT [--corpus DIR] [--by WHO]",
 	  "messages the intent detector was unsure of; label one into the "
 	  "corpus (anonymised) for `make train`" },
+	{ "campaign", cmd_campaign, "campaign start ID --template NAME:LANG "
+	  "[--phone-number-id ID] [--rate N] (WA_ID... | --file F) | "
+	  "campaign status ID",
+	  "a template to a list of doctors, once each; its figures" },
 	{ "funnel", cmd_funnel, "funnel [--since DATE] [--until DATE]",
 	  "the funnel metrics, overall and per day, beside their targets" },
 };

@@ -74,7 +74,7 @@ ok $? "blind: confidence >= 0.9 is right >= 90% of the time"
 
 # The learned detector beats the rules alone on the dev author.
 mkdir -p "$tmp/rules/mode" "$tmp/rules/policy"
-cp mode/*.json "$tmp/rules/mode/"
+cp mode/*.json mode/*.md "$tmp/rules/mode/"
 cp policy/*.json "$tmp/rules/policy/"
 MODEGATE_RULES_DIR=$tmp/rules tests/corpus/measure.sh intent \
     $c/messages/a7.tsv > "$tmp/rules_i"

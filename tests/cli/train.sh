@@ -22,7 +22,7 @@ ok() {
 # rules DIR: a rules directory holding the repository's rule files.
 rules() {
 	mkdir -p "$1/mode" "$1/policy"
-	cp mode/*.json "$1/mode/"
+	cp mode/*.json mode/*.md "$1/mode/"
 	cp policy/*.json "$1/policy/"
 }
 

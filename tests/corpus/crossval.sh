@@ -18,7 +18,7 @@ for held in $authors; do
 	[ "$held" = cases ] && continue
 	rm -rf "$tmp/c" "$tmp/r"
 	mkdir -p "$tmp/c/messages" "$tmp/c/replies" "$tmp/r/mode" "$tmp/r/policy"
-	cp mode/*.json "$tmp/r/mode/"
+	cp mode/*.json mode/*.md "$tmp/r/mode/"
 	cp policy/*.json "$tmp/r/policy/"
 	for a in $authors; do
 		[ "$a" = "$held" ] && continue
