@@ -21,7 +21,11 @@
 /* Every rule file of a rules folder, loaded (the shell's ruleset_load). */
 struct ruleset {
 	struct lexicon	*lex;
+	struct model	*intent_model;	/* mode/intent.model, attached to lex;
+					   NULL: the rules alone */
 	struct claims	*claims;
+	struct model	*guard_model;	/* mode/guard.model, attached to
+					   claims; NULL: the rules alone */
 	struct matrix	*matrix;
 	struct gate	*gate;
 	struct policy	*policy;

@@ -33,5 +33,7 @@ int	cmd_campaign(int, char **);
 int	cmd_funnel(int, char **);
 int	cmd_forget(int, char **);
 int	cmd_export(int, char **);
+int	cmd_train(int, char **);
+int	cmd_review(int, char **);
 
 #endif

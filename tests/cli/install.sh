@@ -13,6 +13,7 @@ for f in bin/modegate share/modegate/mode/transitions.json \
 	share/modegate/policy/policy.json share/modegate/sql/0001_init.sql \
 	share/modegate/sql/roles.sql share/man/man1/modegate.1 \
 	share/modegate/sql/queries share/modegate/sql/functions/60_turn.sql \
+	share/modegate/mode/intent.model share/modegate/mode/guard.model \
 	share/modegate/prometheus/alerts.yml; do
 	[ -e "$d/opt/mg/$f" ] && echo "ok $n - installs $f" ||
 		echo "not ok $n - installs $f"

@@ -96,7 +96,9 @@ def test_bridge_needs_the_doctors_consent(h):
     llm.script([{"tool_calls": [{"name": "criar_handoff_externo",
                                  "arguments": {"vaga_id": 1}}]},
                 {"text": "Quer que eu te passe o contato da responsável?"}])
-    send(h, "wamid.cs1", "e esse plantão de sábado, como é?")
+    # Not consent: a question about the shift is INTERESSE_VAGA for the
+    # learned detector (the corpus's definition), which counts as consent.
+    send(h, "wamid.cs1", "deixa eu ver minha agenda primeiro")
     settled(h, "wamid.cs1")
     tr = llm_calls(llm)[-1]["body"]["messages"][-1]["content"][0]
     eq(tr.get("is_error"), True, "refused")
