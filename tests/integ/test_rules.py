@@ -159,6 +159,9 @@ def test_prompt_dates_and_audit_evidence(h):
     assert r["evidence"] and float(r["confidence"]) > 0, r
     g = json.loads(audit(h, "gate")[-1][2])
     assert "vaga_especifica" in g["forbidden_claims"], g
+    p = json.loads(audit(h, "policy")[-1][2])
+    assert {"source", "runner_up", "rule_intent", "model_intent"} <= set(p) \
+        and p["source"] in ("rules", "model", "both"), p
 
 
 def test_campaign_reaches_once_and_the_reply_routes(h):
