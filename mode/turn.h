@@ -69,6 +69,9 @@ struct turn_input {
 	size_t			 nmsgs;
 	int64_t			 now_ms;
 	int64_t			 max_age_ms;	/* older: kept, not answered */
+	const char		*julia_before;	/* Julia's last message, the
+						 * context of a short answer;
+						 * NULL: none */
 };
 
 /* What became of one message, in the order the turn decides. */
