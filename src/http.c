@@ -3,6 +3,12 @@
  * /metrics, and the periodic status query (schema version, inbox rows).
  * SPDX-License-Identifier: MIT
  */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,10 +248,38 @@ http_ingest_reply(struct evhttp_request *req, int code, double t0, void *arg)
 	    1);
 }
 
+/* The address really bound, as HOST:PORT or [V6]:PORT (port 0 asks the
+ * kernel for one: this is where to find it). */
+static void
+http_bound_name(struct server *s, char *buf, size_t len)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 sl = sizeof ss;
+	char			 host[INET6_ADDRSTRLEN];
+	int			 port;
+
+	snprintf(buf, len, "%s", s->cfg->listen);
+	if (getsockname(evhttp_bound_socket_get_fd(s->sock),
+	    (struct sockaddr *)&ss, &sl) == -1)
+		return;
+	if (ss.ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+		    host, sizeof host);
+		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		snprintf(buf, len, "[%s]:%d", host, port);
+	} else if (ss.ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+		    host, sizeof host);
+		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		snprintf(buf, len, "%s:%d", host, port);
+	}
+}
+
 int
 http_start(struct server *s)
 {
 	struct timeval	tv = { STATUS_INTERVAL_S, 0 };
+	char		where[300];
 
 	s->schema_current = -1;
 	metrics_init(&s->metrics);
@@ -263,12 +297,16 @@ http_start(struct server *s)
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 	    EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
 	evhttp_set_gencb(s->http, http_dispatch, s);
+	errno = 0;
 	s->sock = evhttp_bind_socket_with_handle(s->http, s->cfg->listen_host,
 	    (ev_uint16_t)s->cfg->listen_port);
 	if (s->sock == NULL) {
-		log_error("serve: cannot listen on %s", s->cfg->listen);
+		log_error("serve: cannot listen on %s: %s", s->cfg->listen,
+		    errno != 0 ? strerror(errno) : "the address does not "
+		    "resolve");
 		return -1;
 	}
+	http_bound_name(s, where, sizeof where);
 	s->pool = db_pool_new(s->base, s->cfg->database_url,
 	    s->cfg->db_connections, "ingest", ingest_sql, http_pool_cb, s);
 	if (s->pool == NULL)
@@ -279,8 +317,8 @@ http_start(struct server *s)
 	if (s->ingest == NULL || s->status_timer == NULL ||
 	    event_add(s->status_timer, &tv) == -1)
 		return -1;
-	log_info("serve: listening on %s, %d database connections",
-	    s->cfg->listen, s->cfg->db_connections);
+	log_info("serve: listening on %s, %d database connections", where,
+	    s->cfg->db_connections);
 	return 0;
 }
 

@@ -183,7 +183,11 @@ rules_flatten_file(const char *path, const char *label, size_t *outlen,
 	int	 rc;
 
 	if ((fp = fopen(path, "r")) == NULL) {
-		diag_add(d, label, "", "cannot open: %s", strerror(errno));
+		if (errno == ENOENT)
+			diag_add(d, label, "", "missing");
+		else
+			diag_add(d, label, "", "cannot open: %s",
+			    strerror(errno));
 		return NULL;
 	}
 	do {
