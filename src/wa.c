@@ -17,6 +17,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include "rules.h"
 #include "wa.h"
 
 #define WA_SIG_PREFIX	"sha256="
@@ -377,7 +378,7 @@ wa_parse(struct wa_payload *p, const char *body, size_t len, char *err,
 	end = json_tokener_get_parse_end(tok);
 	if (p->root == NULL) {
 		snprintf(err, errlen, "invalid JSON at byte %zu: %s", end,
-		    json_tokener_error_desc(json_tokener_get_error(tok)));
+		    rules_json_error(json_tokener_get_error(tok)));
 		json_tokener_free(tok);
 		return -1;
 	}
