@@ -10,6 +10,7 @@
 
 #include <curl/curl.h>
 #include <event2/event.h>
+#include <libpq-fe.h>
 
 #include "cmd.h"
 #include "config.h"
@@ -122,6 +123,8 @@ serve_config(struct config *cfg, int *latest)
 	log_init(lvl < 0 ? LOG_INFO : (enum log_level)lvl,
 	    strcmp(cfg->log_format, "json") == 0);
 	event_set_log_callback(serve_event_log);
+	log_info("serve: modegate %s starting (libevent %s, libpq %d)",
+	    MG_VERSION, event_get_version(), PQlibVersion());
 	return 0;
 }
 

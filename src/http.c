@@ -135,9 +135,9 @@ route_metrics(struct server *s, struct evhttp_request *req, double t0)
 static const struct route routes[] = {
 	{ "/webhook", EVHTTP_REQ_GET | EVHTTP_REQ_POST, webhook_get,
 	  webhook_post },
-	{ "/healthz", EVHTTP_REQ_GET, route_healthz, NULL },
-	{ "/readyz", EVHTTP_REQ_GET, route_readyz, NULL },
-	{ "/metrics", EVHTTP_REQ_GET, route_metrics, NULL },
+	{ "/healthz", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, route_healthz, NULL },
+	{ "/readyz", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, route_readyz, NULL },
+	{ "/metrics", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, route_metrics, NULL },
 };
 
 /* Every request: find the route, check the method. */
@@ -161,7 +161,7 @@ http_dispatch(struct evhttp_request *req, void *arg)
 		hook = i == 0;
 		if (!(routes[i].methods & (int)m)) {
 			evhttp_add_header(evhttp_request_get_output_headers(req),
-			    "Allow", routes[i].post ? "GET, POST" : "GET");
+			    "Allow", routes[i].post ? "GET, POST" : "GET, HEAD");
 			http_reply(s, req, 405, "method not allowed\n", t0,
 			    hook);
 		} else if (m == EVHTTP_REQ_POST)

@@ -10,41 +10,136 @@
 static const struct cmd_entry cmd_table[] = {
 	{ "check-config", cmd_check_config, "check-config [--list]",
 	  "check the environment and rule files; --list prints the "
-	  "variable table" },
+	  "variable table",
+	  "  --list   print the table of environment variables (name, default, accepted\n"
+	  "           values, secret, meaning) as Markdown, and exit\n"
+	  "Checks what serve needs before it starts, with serve's words: every\n"
+	  "variable, DATABASE_URL parsed by libpq, MODEGATE_LISTEN resolved, and in\n"
+	  "MODEGATE_RULES_DIR the rule files of mode/ and policy/, mode/messages.json,\n"
+	  "mode/julia.md and the sql/ migrations. Exit: 0 configuration OK; 78 a\n"
+	  "configuration problem (each one printed); 64 bad usage.\n" },
 	{ "migrate", cmd_migrate, "migrate",
-	  "apply the sql/NNNN_*.sql migrations not yet applied" },
+	  "apply the sql/NNNN_*.sql migrations not yet applied",
+	  "Applies MODEGATE_RULES_DIR/sql/NNNN_*.sql not yet recorded in\n"
+	  "schema_migrations, in order, each in one transaction, to DATABASE_URL\n"
+	  "(run it as the schema's owner). Exit: 0 done; 1 a migration or the\n"
+	  "connection failed; 78 DATABASE_URL unset or unparseable.\n" },
 	{ "serve", cmd_serve, "serve",
 	  "run the HTTP front door: GET/POST /webhook, /healthz, /readyz, "
-	  "/metrics" },
+	  "/metrics",
+	  "No options: configured by the environment (modegate check-config --list).\n"
+	  "Logs its version first; refuses to start on any configuration problem\n"
+	  "(exit 78, the same lines as check-config); SIGINT or SIGTERM stops\n"
+	  "accepting, finishes the work in flight (at most 10 s) and exits 0.\n" },
 	{ "rules-flatten", cmd_rules_flatten, "rules-flatten FILE.json",
-	  "print a rule file in the flat form the core reads" },
+	  "print a rule file in the flat form the core reads",
+	  "  FILE.json   a rule file (mode/*.json, policy/*.json); prints one\n"
+	  "              PATH<TAB>TYPE+VALUE line per scalar\n" },
 	{ "intent", cmd_intent, "intent < MESSAGES",
-	  "classify one message a line: INTENT<TAB>confidence<TAB>message" },
+	  "classify one message a line: INTENT<TAB>confidence<TAB>message",
+	  "Reads messages from standard input, one a line; no options, no database.\n" },
 	{ "explain", cmd_explain, "explain --mode M [--pending P "
 	  "--pending-age MIN] [--inactive-days D] [--json] MESSAGE",
 	  "what modegate would do with a message (intent, policy, router, "
-	  "gate), without a database" },
+	  "gate), without a database",
+	  "  --mode MODE            the conversation's mode (required): discovery,\n"
+	  "                         oferta, followup or reativacao\n"
+	  "  --pending MODE         a micro-confirmation pending towards MODE (not\n"
+	  "                         the current mode)\n"
+	  "  --pending-age MINUTES  the pending's age, 0-525600 minutes (default 0);\n"
+	  "                         past the timeout of mode/transitions.json: EXPIRED\n"
+	  "  --inactive-days DAYS   days since the doctor's previous message,\n"
+	  "                         0-36500 (default: a minute ago)\n"
+	  "  --json                 one JSON object on one line instead of the trace\n"
+	  "  MESSAGE                the doctor's message as one argument (quote it)\n" },
 	{ "guard", cmd_guard, "guard --mode MODE",
 	  "check replies (one a line on stdin) for the claims forbidden in "
-	  "MODE; prints OK or VIOLATION<TAB>claim-id[,claim-id...]" },
+	  "MODE; prints OK or VIOLATION<TAB>claim-id[,claim-id...]",
+	  "  --mode MODE   the mode whose forbidden claims are checked: discovery,\n"
+	  "                oferta, followup or reativacao (required)\n"
+	  "Reads replies from standard input, one a line.\n" },
 	{ "flag", cmd_flag, "flag list | get NAME | set NAME on|off|shadow "
 	  "[--percent N] [--by WHO] [--reason TEXT]",
 	  "show or change a feature flag (recorded; every process's next "
-	  "turn reads it)" },
+	  "turn reads it)",
+	  "  list                    every flag: name, value, percent, when, by whom, why\n"
+	  "  get NAME                one flag (exit 1 when there is no such flag)\n"
+	  "  set NAME on|off|shadow  change it (recorded in feature_flag_changes)\n"
+	  "  --percent N             0-100: the share of conversations (a stable hash\n"
+	  "                          of the id) under the value, the others off;\n"
+	  "                          default 100 for on and shadow; off keeps it\n"
+	  "  --by WHO                who changes it (default $USER; when USER is\n"
+	  "                          unset, the database user)\n"
+	  "  --reason TEXT           why (recorded)\n"
+	  "Needs DATABASE_URL. Exit: 0 done; 64 bad input; 1 failure (database down,\n"
+	  "no such flag); 78 DATABASE_URL unset or unparseable.\n" },
 	{ "takeover", cmd_takeover, "takeover WA_ID [--by WHO] "
 	  "[--reason TEXT] [--phone-number-id ID]",
-	  "a human takes the doctor's chat: the AI stays silent" },
+	  "a human takes the doctor's chat: the AI stays silent",
+	  "  WA_ID                  the doctor's WhatsApp id (phone number, + optional)\n"
+	  "  --by WHO               who takes it (default $USER; when USER is unset,\n"
+	  "                         the database user)\n"
+	  "  --reason TEXT          why (audited)\n"
+	  "  --phone-number-id ID   only the conversation on this business number\n"
+	  "                         (default: every one of the doctor's)\n"
+	  "Drops the AI replies still queued. A chat a human already holds is left\n"
+	  "as it is (\"already under human control\"). Exit: 0 done; 64 bad input;\n"
+	  "1 no such conversation or database down; 78 DATABASE_URL unset.\n" },
 	{ "release", cmd_release, "release WA_ID [--by WHO] "
 	  "[--phone-number-id ID]",
-	  "give the chat back to the AI, without stale context" },
+	  "give the chat back to the AI, without stale context",
+	  "  WA_ID                  the doctor's WhatsApp id (phone number, + optional)\n"
+	  "  --by WHO               who gives it back (default $USER; when USER is\n"
+	  "                         unset, the database user)\n"
+	  "  --phone-number-id ID   only the conversation on this business number\n"
+	  "Clears the pending transition and an open serious objection and restarts\n"
+	  "the prompt's history now. A chat the AI already holds is left as it is\n"
+	  "(\"already under AI control\"). Exit: 0 done; 64 bad input; 1 no such\n"
+	  "conversation or database down; 78 DATABASE_URL unset.\n" },
 	{ "set-mode", cmd_set_mode, "set-mode WA_ID MODE [--reason TEXT] "
 	  "[--by WHO] [--phone-number-id ID]",
-	  "set the conversation mode by hand (mode_source manual)" },
+	  "set the conversation mode by hand (mode_source manual)",
+	  "  WA_ID                  the doctor's WhatsApp id (phone number, + optional)\n"
+	  "  MODE                   discovery, oferta, followup or reativacao\n"
+	  "  --reason TEXT          why (audited; default \"set by hand\")\n"
+	  "  --by WHO               who sets it (default $USER; when USER is unset,\n"
+	  "                         the database user)\n"
+	  "  --phone-number-id ID   only the conversation on this business number\n"
+	  "Exit: 0 done; 64 bad input; 1 no such conversation or database down;\n"
+	  "78 DATABASE_URL unset.\n" },
 	{ "funnel", cmd_funnel, "funnel [--since DATE] [--until DATE]",
-	  "the funnel metrics, overall and per day, beside their targets" },
+	  "the funnel metrics, overall and per day, beside their targets",
+	  "  --since DATE   first day counted, YYYY-MM-DD, inclusive (default: all)\n"
+	  "  --until DATE   last day counted, YYYY-MM-DD, inclusive (default: today)\n"
+	  "Days are calendar days in the database session's TimeZone. Exit: 0 done;\n"
+	  "64 a bad date; 1 database down; 78 DATABASE_URL unset.\n" },
 };
 
 #define CMD_COUNT (sizeof cmd_table / sizeof cmd_table[0])
+
+/* One command's help: usage, what it does, its options. */
+static void
+usage_cmd(FILE *fp, const struct cmd_entry *c)
+{
+	fprintf(fp, "usage: modegate %s\n\n%s\n\n%s", c->usage, c->help,
+	    c->options);
+}
+
+/* True when argv holds -h or --help (before a "--"). */
+static int
+wants_help(int argc, char **argv)
+{
+	int	i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return 0;
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0)
+			return 1;
+	}
+	return 0;
+}
 
 /* Print every command's usage line. */
 static void
@@ -56,6 +151,8 @@ usage(FILE *fp)
 	for (i = 0; i < CMD_COUNT; i++)
 		fprintf(fp, "  %-44s %s\n", cmd_table[i].usage,
 		    cmd_table[i].help);
+	fprintf(fp, "\n`modegate COMMAND --help` (or -h, anywhere) explains a "
+	    "command's options;\n`modegate --version` prints the version.\n");
 }
 
 int
@@ -72,12 +169,15 @@ main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("modegate %s\n", MG_VERSION);
+		return 0;
+	}
 	for (i = 0; i < CMD_COUNT; i++) {
 		if (strcmp(argv[1], cmd_table[i].name) != 0)
 			continue;
-		if (argc > 2 && strcmp(argv[2], "--help") == 0) {
-			printf("usage: modegate %s\n\n%s\n",
-			    cmd_table[i].usage, cmd_table[i].help);
+		if (wants_help(argc - 1, argv + 1)) {
+			usage_cmd(stdout, &cmd_table[i]);
 			return 0;
 		}
 		return cmd_table[i].exec(argc - 1, argv + 1);
