@@ -184,7 +184,8 @@ followup_tick(evutil_socket_t fd, short what, void *arg)
 	/* The pool opens at the first pass, a second after the start, so
 	 * that it never competes with the webhook's connections then. */
 	if (f->db == NULL &&
-	    (f->db = dbq_new(f->base, f->cfg->database_url, 1)) == NULL) {
+	    (f->db = dbq_new(f->base, "followup", f->cfg->database_url,
+	    1)) == NULL) {
 		log_warnx("followup: out of memory");
 		return;
 	}
@@ -208,7 +209,7 @@ followup_first(evutil_socket_t fd, short what, void *arg)
 	struct timeval	 tv = { 0, 200000 };
 
 	if (f->db == NULL)
-		f->db = dbq_new(f->base, f->cfg->database_url, 1);
+		f->db = dbq_new(f->base, "followup", f->cfg->database_url, 1);
 	if (f->db != NULL && !dbq_up(f->db)) {
 		evtimer_add(f->first, &tv);
 		return;

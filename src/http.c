@@ -115,6 +115,14 @@ route_readyz(struct server *s, struct evhttp_request *req, double t0)
 	http_reply(s, req, 503, body, t0, 0);
 }
 
+/* One modegate_db_connections_up line. */
+static void
+http_pool_metric(const char *name, int up, int n, void *arg)
+{
+	evbuffer_add_printf(arg, "modegate_db_connections_up{pool=\"%s\"} "
+	    "%d\n", name, up);
+}
+
 /* GET /metrics: Prometheus text format 0.0.4. */
 static void
 route_metrics(struct server *s, struct evhttp_request *req, double t0)
@@ -123,6 +131,11 @@ route_metrics(struct server *s, struct evhttp_request *req, double t0)
 
 	metrics_render(&s->metrics, evhttp_request_get_output_buffer(req),
 	    db_pool_up(s->pool), http_ready(s, why, sizeof why));
+	evbuffer_add_printf(evhttp_request_get_output_buffer(req),
+	    "# HELP modegate_db_connections_up Database connections up, by "
+	    "pool (ingest, worker, sender, followup).\n"
+	    "# TYPE modegate_db_connections_up gauge\n");
+	db_pools_each(http_pool_metric, evhttp_request_get_output_buffer(req));
 	if (s->sender != NULL)
 		sender_metrics(s->sender, evhttp_request_get_output_buffer(req));
 	metrics_turn_render(evhttp_request_get_output_buffer(req));
@@ -168,9 +181,43 @@ http_dispatch(struct evhttp_request *req, void *arg)
 			routes[i].post(s, req, t0);
 		else
 			routes[i].get(s, req, t0);
+		/* /webhook counts itself when it answers (maybe later). */
+		if (!hook)
+			metrics_observe(&s->metrics, (enum metrics_route)i,
+			    server_now() - t0);
 		return;
 	}
 	http_reply(s, req, 404, "not found\n", t0, 0);
+	metrics_observe(&s->metrics, METRICS_OTHER, server_now() - t0);
+}
+
+/*
+ * evhttp answered a request itself, before any route saw it: a body over
+ * its limit (413), a request line and headers over
+ * MODEGATE_MAX_HEADER_BYTES or malformed (400), a method it does not
+ * know (501). One line and a count, never the body.
+ */
+static void
+http_refused(int code, const char *peer, void *arg)
+{
+	struct server	*s = arg;
+
+	metrics_refused(&s->metrics, code);
+	switch (code) {
+	case 413:
+		log_info("http: request from %s refused (413): body over %d "
+		    "bytes", peer, WA_MAX_BODY);
+		break;
+	case 400:
+		log_info("http: request from %s refused (400): request line "
+		    "and headers over %d bytes (MODEGATE_MAX_HEADER_BYTES), or "
+		    "malformed", peer, s->cfg->max_header_bytes);
+		break;
+	default:
+		log_info("http: request from %s refused (%d) by the HTTP "
+		    "layer", peer, code);
+		break;
+	}
 }
 
 /* The status query answered: schema version and inbox rows by state. */
@@ -291,7 +338,8 @@ http_start(struct server *s)
 	evhttp_set_timeout(s->http, s->cfg->http_timeout_s);
 	evhttp_set_max_headers_size(s->http, s->cfg->max_header_bytes);
 	if ((s->conns = httpconns_new(s->base, s->http, &s->sock,
-	    s->cfg->max_connections, s->cfg->http_timeout_s)) == NULL)
+	    s->cfg->max_connections, s->cfg->http_timeout_s, http_refused,
+	    s)) == NULL)
 		return -1;
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
@@ -307,7 +355,7 @@ http_start(struct server *s)
 		return -1;
 	}
 	http_bound_name(s, where, sizeof where);
-	s->pool = db_pool_new(s->base, s->cfg->database_url,
+	s->pool = db_pool_new(s->base, "ingest", s->cfg->database_url,
 	    s->cfg->db_connections, "ingest", ingest_sql, http_pool_cb, s);
 	if (s->pool == NULL)
 		return -1;
