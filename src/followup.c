@@ -45,6 +45,7 @@ struct followup {
 	char			 pending_s[16];	/* "": the SQL setting */
 	char			*tpl_name, *tpl_lang;
 	int			 tpl_done, busy, db_err;
+	int			 rule_done;	/* pending timeout recorded */
 };
 
 /* The follow-up text of mode/messages.json; a new string or NULL. */
@@ -170,6 +171,28 @@ followup_template_done(PGresult *res, const char *err, void *arg)
 	event_active(f->timer, EV_TIMEOUT, 0);
 }
 
+/* The router's pending timeout recorded in rule_settings (sql/0010). */
+static const char rule_sql[] = "SELECT mg_rule_setting_set("
+    "'pending_timeout_minutes', $1::int / 60, 'mode/transitions.json')";
+
+/* The pending timeout recorded (or not: said, and swept anyway). */
+static void
+followup_rule_done(PGresult *res, const char *err, void *arg)
+{
+	struct followup	*f = arg;
+
+	f->busy = 0;
+	if (res == NULL)
+		return;		/* no connection yet: next tick */
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		log_warnx("followup: pending timeout not recorded in "
+		    "rule_settings: %s", PQresultErrorField(res,
+		    PG_DIAG_MESSAGE_PRIMARY) != NULL ? PQresultErrorField(res,
+		    PG_DIAG_MESSAGE_PRIMARY) : "error");
+	f->rule_done = 1;
+	event_active(f->timer, EV_TIMEOUT, 0);
+}
+
 /* The timer: one pass at a time. */
 static void
 followup_tick(evutil_socket_t fd, short what, void *arg)
@@ -187,6 +210,12 @@ followup_tick(evutil_socket_t fd, short what, void *arg)
 	    (f->db = dbq_new(f->base, "followup", f->cfg->database_url,
 	    1)) == NULL) {
 		log_warnx("followup: out of memory");
+		return;
+	}
+	if (!f->rule_done && f->pending_s[0] != '\0') {
+		if (dbq_query(f->db, rule_sql, 1, (const char *const[]){
+		    f->pending_s }, followup_rule_done, f) == 0)
+			f->busy = 1;
 		return;
 	}
 	if (!f->tpl_done) {

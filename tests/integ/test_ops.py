@@ -164,6 +164,53 @@ def test_takeover_twice_release_twice_change_nothing(h):
         out
 
 
+def test_pending_timeout_has_one_source(h):
+    """The router's pending timeout of mode/transitions.json is what SQL
+    reads (migrate and serve record it); a modegate.* setting cannot
+    make them disagree."""
+    import os
+    import shutil
+    import tempfile
+    from harness import ROOT
+    rules = tempfile.mkdtemp()
+    try:
+        for d in ("mode", "policy", "sql"):
+            shutil.copytree(os.path.join(ROOT, d), os.path.join(rules, d))
+        p = os.path.join(rules, "mode", "transitions.json")
+        t = json.load(open(p))
+        t["pending_timeout_minutes"] = 45
+        json.dump(t, open(p, "w"), ensure_ascii=False)
+        h.env["MODEGATE_RULES_DIR"] = rules
+        migrated(h)
+        h.sql("ALTER DATABASE %s SET modegate.pending_timeout_minutes = 10"
+              % h.db)
+        eq(h.sql1("SELECT mg_setting('pending_timeout_minutes', 30)"), "45",
+           "SQL reads transitions.json's value")
+        t["pending_timeout_minutes"] = 20
+        json.dump(t, open(p, "w"), ensure_ascii=False)
+        h.start()      # serve records it too (the sweep, at start)
+        h.wait_until(lambda: h.sql1("SELECT mg_setting("
+                                    "'pending_timeout_minutes', 30)") ==
+                     "20", 10, "serve records the rules' value")
+    finally:
+        shutil.rmtree(rules)
+
+
+def test_by_defaults_to_the_database_user_without_USER(h):
+    migrated(h)
+    env = dict(h.env)
+    env.pop("USER", None)
+    p = subprocess.run([h.bin, "flag", "set", FLAG, "off"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    eq(p.returncode, 0, p.stderr)
+    eq(h.sql1("SELECT updated_by FROM feature_flags"), "modegate",
+       "the database user")
+    env["USER"] = "ana"
+    p = subprocess.run([h.bin, "flag", "set", FLAG, "on"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    eq(h.sql1("SELECT updated_by FROM feature_flags"), "ana", "$USER")
+
+
 def test_operator_bad_input(h):
     migrated(h)
     add_conv(h, "5511977776666")

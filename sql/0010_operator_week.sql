@@ -1,12 +1,13 @@
--- 0010_operator_noops.sql -- an operator's command that would change
--- nothing changes nothing: mg_takeover of a chat a human already holds
+-- 0010_operator_week.sql -- what an operator's first week asked for.
+-- An operator's command that would change nothing changes nothing: mg_takeover of a chat a human already holds
 -- and mg_release of a chat the AI already holds leave the conversation
 -- as it is (no reset of context_since, of the pending transition or of
 -- an open serious objection; no outbox row dropped) and write no audit
 -- row claiming a change. Both still return every conversation of the
 -- doctor (empty: no such doctor); the caller tells the ones changed by
 -- their control before the call (modegate takeover/release do, in the
--- same statement).
+-- same statement). And the router's pending timeout has one source
+-- (rule_settings, below).
 -- SPDX-License-Identifier: MIT
 
 CREATE OR REPLACE FUNCTION mg_takeover(p_wa_id text, p_who text,
@@ -67,3 +68,37 @@ BEGIN
 	END LOOP;
 	RETURN ids;
 END $$;
+
+-- The router's pending timeout has one source, mode/transitions.json
+-- (pending_timeout_minutes): `modegate migrate` and every `modegate
+-- serve` write it here, and mg_setting reads this table before any
+-- modegate.* setting, so the SQL of the sweep, funnel_metrics and
+-- sql/queries/ cannot disagree with the router.
+CREATE TABLE rule_settings (
+	name		text PRIMARY KEY,
+	value		numeric NOT NULL,
+	source		text NOT NULL,
+	updated_at	timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO rule_settings (name, value, source)
+VALUES ('pending_timeout_minutes', 30, 'mode/transitions.json (default)');
+
+CREATE OR REPLACE FUNCTION mg_setting(p_name text, p_default numeric)
+RETURNS numeric
+LANGUAGE sql STABLE AS $$
+	SELECT coalesce((SELECT value FROM rule_settings WHERE name = p_name),
+	    nullif(current_setting('modegate.' || p_name, true), '')::numeric,
+	    p_default)
+$$;
+
+-- mg_rule_setting_set(name, value, source): record a rule file's value
+-- (only when it changed, so concurrent starts do not fight).
+CREATE FUNCTION mg_rule_setting_set(p_name text, p_value numeric,
+    p_source text) RETURNS void
+LANGUAGE sql AS $$
+	INSERT INTO rule_settings (name, value, source)
+	VALUES (p_name, p_value, p_source)
+	ON CONFLICT (name) DO UPDATE SET value = excluded.value,
+	    source = excluded.source, updated_at = now()
+	WHERE rule_settings.value IS DISTINCT FROM excluded.value
+$$;
