@@ -1,6 +1,6 @@
 -- 0010_operator_week.sql -- what an operator's first week asked for.
--- An operator's command that would change nothing changes nothing: mg_takeover of a chat a human already holds
--- and mg_release of a chat the AI already holds leave the conversation
+-- An operator's command that would change nothing changes nothing:
+-- mg_takeover of a chat a human already holds and mg_release of a chat the AI already holds leave the conversation
 -- as it is (no reset of context_since, of the pending transition or of
 -- an open serious objection; no outbox row dropped) and write no audit
 -- row claiming a change. Both still return every conversation of the
