@@ -57,7 +57,8 @@ followup_load_text(const char *dir)
 
 	snprintf(path, sizeof path, "%s/mode/messages.json", dir);
 	if ((o = json_object_from_file(path)) == NULL) {
-		log_error("followup: %s: not valid JSON", path);
+		log_error("followup: %s: cannot read or parse (modegate "
+		    "check-config says why)", path);
 		return NULL;
 	}
 	if (json_object_object_get_ex(o, "replies", &r) &&

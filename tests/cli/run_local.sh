@@ -16,8 +16,10 @@ first=
 cleanup() {
 	[ -n "$first" ] && sigpg INT "$first" && sleep 2
 	[ -n "$first" ] && sigpg KILL "$first"
-	[ -f "$tmp/var/pg/data/postmaster.pid" ] && (. tests/lib/pg.sh;
-	    pg_stop "$tmp/var/pg")
+	for v in var var3; do
+		[ -f "$tmp/$v/pg/data/postmaster.pid" ] && (. tests/lib/pg.sh;
+		    pg_stop "$tmp/$v/pg")
+	done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -138,4 +140,33 @@ first=
     r=OK || r=FAIL
 t $r "Ctrl-C stops modegate, then PostgreSQL, and ends 0 (rc=$rc)"
 [ $r = OK ] || tail -15 "$tmp/first.log" | sed 's/^/# /'
+# The same through `make run` on a terminal (a pty): Ctrl-C typed there
+# ends make with status 0, no "Error 130".
+out=$(MODEGATE_VAR=$tmp/var3 MODEGATE_LISTEN=127.0.0.1:$(port) python3 - <<'PY'
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("make", ["make", "--no-print-directory", "run"])
+out, sent, end = b"", None, time.time() + 120
+while time.time() < end:
+    if select.select([fd], [], [], 0.2)[0]:
+        try:
+            out += os.read(fd, 65536)
+        except OSError:
+            break
+    if sent is None and b"Ctrl-C stops it" in out and b"db: ingest" in out:
+        os.write(fd, b"\x03")       # the terminal's Ctrl-C
+        sent = time.time()
+    if sent is not None and time.time() - sent > 30:
+        break
+_, st = os.waitpid(pid, 0)
+print("status=%s %s" % (os.waitstatus_to_exitcode(st),
+      b"Error" in out and "make error" or "clean"))
+sys.stdout.write(out.decode(errors="replace")[-300:])
+PY
+)
+printf '%s\n' "$out" | head -1 | grep -qx "status=0 clean" &&
+    [ ! -f "$tmp/var3/pg/data/postmaster.pid" ] && r=OK || r=FAIL
+t $r "make run on a terminal: Ctrl-C ends make with status 0"
+[ $r = OK ] || printf '%s\n' "$out" | sed 's/^/# /'
 echo "1..$n"

@@ -127,9 +127,17 @@ Try it from another terminal (the README's commands work after the first line):
 Ctrl-C stops it.
 INFO
 
-# modegate handles SIGINT itself (drains, exits 0); the shell waits and
-# ends with modegate's status, so Ctrl-C on a clean stop ends 0 (make
-# prints no "Error 130").
+# modegate handles SIGINT itself (drains, exits 0); this script ends with
+# modegate's status. On a terminal, job control gives modegate the
+# terminal alone (a process group of its own in the foreground): Ctrl-C
+# reaches modegate only, not make nor this script, so `make run` ends 0
+# after a clean stop.
+if [ -t 0 ] && [ -t 2 ] && set -m 2>/dev/null; then
+	rc=0
+	"$bin" serve || rc=$?
+	exit $rc
+fi
+# No terminal (scripts, tests): the whole group gets the signal; wait.
 "$bin" serve &
 pid=$!
 sig=0
