@@ -9,50 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <json-c/json.h>
-
 #include "migrate.h"
 #include "preflight.h"
-#include "rules.h"
 #include "ruleset.h"
-
-/* The replies mode/messages.json must hold (worker, follow-ups). */
-static const char *const preflight_replies[] = { "ask_text",
-    "opt_out_confirmation", "fallback", "guard_fallback", "followup" };
-
-/* mode/messages.json: present, JSON, every reply the service sends. */
-static void
-preflight_messages(const char *dir, struct diag *d)
-{
-	const char	*label = "mode/messages.json";
-	json_object	*o, *r, *v;
-	char		 path[4096], *flat;
-	size_t		 flen, i;
-
-	snprintf(path, sizeof path, "%s/%s", dir, label);
-	if ((flat = rules_flatten_file(path, label, &flen, d)) == NULL)
-		return;		/* missing, unreadable or not JSON: said */
-	free(flat);
-	if ((o = json_object_from_file(path)) == NULL) {
-		diag_add(d, label, "", "cannot be read");
-		return;
-	}
-	if (!json_object_object_get_ex(o, "replies", &r) ||
-	    !json_object_is_type(r, json_type_object)) {
-		diag_add(d, label, "replies", "missing (an object of the "
-		    "replies modegate sends)");
-		json_object_put(o);
-		return;
-	}
-	for (i = 0; i < sizeof preflight_replies /
-	    sizeof preflight_replies[0]; i++)
-		if (!json_object_object_get_ex(r, preflight_replies[i], &v) ||
-		    !json_object_is_type(v, json_type_string) ||
-		    json_object_get_string_len(v) == 0)
-			diag_add(d, label, "", "replies.%s: missing (a "
-			    "non-empty text)", preflight_replies[i]);
-	json_object_put(o);
-}
 
 /* mode/julia.md: Julia's system prompt, present and not empty. */
 static void
@@ -110,7 +69,6 @@ preflight(struct config *cfg, int *latest, struct diag *d)
 	if (cfg->rules_dir != NULL) {
 		if (ruleset_load(&rs, cfg->rules_dir, d) == 0)
 			ruleset_free(&rs);
-		preflight_messages(cfg->rules_dir, d);
 		preflight_persona(cfg->rules_dir, d);
 		preflight_sql(cfg->rules_dir, latest, d);
 	}

@@ -102,7 +102,7 @@ python3 -c 'import json, sys
 m = json.load(open(sys.argv[1])); del m["replies"]["followup"]
 json.dump(m, open(sys.argv[2], "w"), ensure_ascii=False)' mode/messages.json \
     "$tmp/r2/mode/messages.json"
-both 'mode/messages.json: replies.followup: missing (a non-empty text)' \
+both 'mode/messages.json: replies: followup: missing' \
     MODEGATE_RULES_DIR="$tmp/r2"
 printf '{"replies": ' >"$tmp/r2/mode/messages.json"
 both 'mode/messages.json: line 1: invalid JSON: unexpected end of data (truncated or empty)' \
