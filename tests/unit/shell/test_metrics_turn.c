@@ -118,7 +118,7 @@ test_db_gauges(void **state)
 	assert_true(has(s, "modegate_inbox_oldest_pending_seconds 2.500"));
 	assert_true(has(s, "modegate_flag{name=\"conversation_mode_enabled\",value=\"on\"} 0"));
 	assert_true(has(s, "modegate_flag{name=\"conversation_mode_enabled\",value=\"shadow\"} 1"));
-	assert_true(has(s, "modegate_flag_percent{name=\"conversation_mode_enabled\"} 40"));
+	assert_true(has(s, "modegate_flag_ratio{name=\"conversation_mode_enabled\"} 0.4"));
 	free(s);
 }
 
