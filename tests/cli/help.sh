@@ -58,6 +58,19 @@ has 'explain: --inactive-days "x": must be a whole number of days' \
 has 'explain: --mode MODE is required' 64 explain "oi"
 has 'explain: MESSAGE missing' 64 explain --mode discovery
 has 'check-config: unknown argument "--lst"' 64 check-config --lst
+# The operators' commands without a database exit as documented: 78 for
+# a configuration problem (unset, unparseable), 1 for a database down.
+has 'flag: DATABASE_URL: is required but not set' 78 flag list
+out=$(DATABASE_URL="not a url" "$bin" flag list 2>&1)
+rc=$?
+[ $rc = 78 ] && printf '%s\n' "$out" | grep -q "libpq cannot parse it" &&
+    r=OK || r=FAIL
+t $r "flag list with an unparseable DATABASE_URL: exit 78 ($rc)"
+out=$(DATABASE_URL=postgresql://modegate@127.0.0.1:1/x "$bin" flag list 2>&1)
+rc=$?
+[ $rc = 1 ] && printf '%s\n' "$out" | grep -q "cannot connect" &&
+    r=OK || r=FAIL
+t $r "flag list with the database down: exit 1 ($rc)"
 out=$("$bin" --version)
 printf '%s\n' "$out" | grep -Eqx 'modegate [0-9]+\.[0-9]+\.[0-9]+' &&
     r=OK || r=FAIL
