@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "cmd/cmd.h"
 
 static const struct cmd_entry cmd_table[] = {
 	{ "check-config", cmd_check_config, "check-config [--list]",
@@ -19,11 +19,14 @@ static const struct cmd_entry cmd_table[] = {
 	  "mode/julia.md and the sql/ migrations. Exit: 0 configuration OK; 78 a\n"
 	  "configuration problem (each one printed); 64 bad usage.\n" },
 	{ "migrate", cmd_migrate, "migrate",
-	  "apply the sql/NNNN_*.sql migrations not yet applied",
+	  "apply the sql/NNNN_*.sql migrations not yet applied, then "
+	  "re-apply sql/functions/",
 	  "Applies MODEGATE_RULES_DIR/sql/NNNN_*.sql not yet recorded in\n"
-	  "schema_migrations, in order, each in one transaction, to DATABASE_URL\n"
-	  "(run it as the schema's owner). Exit: 0 done; 1 a migration or the\n"
-	  "connection failed; 78 DATABASE_URL unset or unparseable.\n" },
+	  "schema_migrations, in order, each in one transaction, then re-applies\n"
+	  "every file of sql/functions/, to DATABASE_URL (run it as the schema's\n"
+	  "owner); records mode/transitions.json's pending timeout for SQL.\n"
+	  "Exit: 0 done; 1 a migration or the connection failed; 78 DATABASE_URL\n"
+	  "unset or unparseable.\n" },
 	{ "serve", cmd_serve, "serve",
 	  "run the HTTP front door: GET/POST /webhook, /healthz, /readyz, "
 	  "/metrics",
@@ -39,7 +42,8 @@ static const struct cmd_entry cmd_table[] = {
 	  "classify one message a line: INTENT<TAB>confidence<TAB>message",
 	  "Reads messages from standard input, one a line; no options, no database.\n" },
 	{ "explain", cmd_explain, "explain --mode M [--pending P "
-	  "--pending-age MIN] [--inactive-days D] [--json] MESSAGE",
+	  "--pending-age MIN] [--inactive-days D] [--opted-out] [--cooling-off] "
+	  "[--objection TEXT] [--json] MESSAGE",
 	  "what modegate would do with a message (intent, policy, router, "
 	  "gate), without a database",
 	  "  --mode MODE            the conversation's mode (required): discovery,\n"
@@ -50,7 +54,10 @@ static const struct cmd_entry cmd_table[] = {
 	  "                         past the timeout of mode/transitions.json: EXPIRED\n"
 	  "  --inactive-days DAYS   days since the doctor's previous message,\n"
 	  "                         0-36500 (default: a minute ago)\n"
-	  "  --json                 one JSON object on one line instead of the trace\n"
+	  "  --opted-out            the doctor has opted out\n"
+	  "  --cooling-off          the doctor is in a cooling-off period\n"
+	  "  --objection TEXT       an open objection (what was objected)\n"
+	  "  --json                 the turn's plan as one JSON object on one line\n"
 	  "  MESSAGE                the doctor's message as one argument (quote it)\n" },
 	{ "guard", cmd_guard, "guard --mode MODE",
 	  "check replies (one a line on stdin) for the claims forbidden in "
@@ -107,6 +114,40 @@ static const struct cmd_entry cmd_table[] = {
 	  "  --phone-number-id ID   only the conversation on this business number\n"
 	  "Exit: 0 done; 64 bad input; 1 no such conversation or database down;\n"
 	  "78 DATABASE_URL unset.\n" },
+	{ "opt-out", cmd_opt_out, "opt-out WA_ID [--by WHO] "
+	  "[--phone-number-id ID]",
+	  "record the doctor's opt-out (nothing is sent)",
+	  "  WA_ID                  the doctor's WhatsApp id (phone number, + optional)\n"
+	  "  --by WHO               who does it (default $USER; when USER is\n"
+	  "                         unset, the database user)\n"
+	  "  --phone-number-id ID   only the conversation on this business number\n"
+	  "                         (default: every one of the doctor's)\n"
+	  "Exit: 0 done; 64 bad input; 1 no such conversation or database down;\n"
+	  "78 DATABASE_URL unset or unparseable.\n" },
+	{ "opt-in", cmd_opt_in, "opt-in WA_ID [--by WHO] "
+	  "[--phone-number-id ID]",
+	  "clear the doctor's opt-out",
+	  "  WA_ID                  the doctor's WhatsApp id (phone number, + optional)\n"
+	  "  --by WHO               who does it (default $USER; when USER is\n"
+	  "                         unset, the database user)\n"
+	  "  --phone-number-id ID   only the conversation on this business number\n"
+	  "                         (default: every one of the doctor's)\n"
+	  "Exit: 0 done; 64 bad input; 1 no such conversation or database down;\n"
+	  "78 DATABASE_URL unset or unparseable.\n" },
+	{ "cooling-off", cmd_cooling_off, "cooling-off WA_ID (--days N | "
+	  "--clear) [--by WHO] [--phone-number-id ID]",
+	  "pause proactive messages for N days, or end the pause",
+	  "  WA_ID                  the doctor's WhatsApp id (phone number, + optional)\n"
+	  "  --days N               1-3650: nothing proactive (follow-ups,\n"
+	  "                         campaigns) for N days from now; inbound\n"
+	  "                         messages are still answered\n"
+	  "  --clear                end the pause now\n"
+	  "  --by WHO               who does it (default $USER; when USER is\n"
+	  "                         unset, the database user)\n"
+	  "  --phone-number-id ID   only the conversation on this business number\n"
+	  "                         (default: every one of the doctor's)\n"
+	  "Exit: 0 done; 64 bad input; 1 no such conversation or database down;\n"
+	  "78 DATABASE_URL unset or unparseable.\n" },
 	{ "funnel", cmd_funnel, "funnel [--since DATE] [--until DATE]",
 	  "the funnel metrics, overall and per day, beside their targets",
 	  "  --since DATE   first day counted, YYYY-MM-DD, inclusive (default: all)\n"

@@ -19,7 +19,7 @@
 #     and replies follow the doctor's order (outbox ids);
 #   - every reply reached the fake Graph API, in order per doctor;
 #   - duplicate posts are counted; each must be explained by the documented
-#     exactly-once window (sql/0004, src/sender.c): a kill -9 between the
+#     exactly-once window (sql/functions/, src/sender.c): a kill -9 between the
 #     two posts of the same reply, the first answer never recorded;
 #   - each reply's LLM request saw the previous reply in its transcript
 #     (turns of one conversation never overlapped).

@@ -89,7 +89,9 @@ test_interest_goes_pending_then_confirms(void **state)
 	assert_non_null(strstr(p.constraints, "MICRO-CONFIRMAÇÃO"));
 	/* discovery's layer 1: no buscar_vagas offered */
 	assert_false(p.tools_offered & (1u << TOOL_BUSCAR_VAGAS));
-	assert_int_equal(p.nfunnel, 0);
+	/* the funnel counts interest when it is first shown */
+	assert_int_equal(p.nfunnel, 1);
+	assert_string_equal(p.funnel[0].status, "interesse_confirmado");
 	c.st = p.st;
 	turn_plan_free(&p);
 
@@ -99,8 +101,7 @@ test_interest_goes_pending_then_confirms(void **state)
 	assert_int_equal(p.st.pending, -1);
 	assert_null(strstr(p.constraints, "MICRO-CONFIRMAÇÃO"));
 	assert_true(p.tools_offered & (1u << TOOL_BUSCAR_VAGAS));
-	assert_int_equal(p.nfunnel, 1);
-	assert_string_equal(p.funnel[0].status, "interesse_confirmado");
+	assert_int_equal(p.nfunnel, 0);
 	turn_plan_free(&p);
 }
 
