@@ -87,8 +87,15 @@ turn_apply(struct turn_plan *p, struct turn_route *tr, const struct router_resul
 	tr->r = *r;
 	tr->applied = p->flag == TURN_FLAG_ON;
 	tr->inbox_id = id;
-	if (!tr->applied)
+	if (!tr->applied) {
+		/* Shadow: the would-be state moves apart from the real one,
+		 * so pendings and confirmations are measured too. */
+		if (r->state.mode != p->st.mode ||
+		    r->state.pending != p->st.pending)
+			p->set.shadow_state = true;
+		p->st = r->state;
 		return;
+	}
 	if (r->decision == TRANS_PENDING && r->state.pending == MODE_OFERTA &&
 	    intent == INTENT_INTERESSE_VAGA)
 		turn_add_funnel(p, "interesse_confirmado", "interesse", id);
@@ -128,7 +135,7 @@ turn_policy_input(const struct turn_input *in, const struct turn_plan *p,
 {
 	memset(pin, 0, sizeof *pin);
 	pin->intent = intent;
-	pin->mode = (int)p->st.mode;
+	pin->mode = (int)(p->flag == TURN_FLAG_ON ? p->st.mode : p->real_mode);
 	pin->human_control = in->conv.human_control || p->set.control_by;
 	pin->opted_out_at = p->set.opted_in ? 0 : in->conv.opted_out_at != 0 ?
 	    in->conv.opted_out_at : p->set.opted_out ? in->now_ms : 0;
@@ -313,7 +320,9 @@ turn_decide(const struct ruleset *rs, const struct turn_input *in,
 	p->nmsgs = in->nmsgs;
 	p->flag = in->conv.flag;
 	p->now_ms = in->now_ms;
-	p->st = in->conv.st;
+	p->st = in->conv.flag == TURN_FLAG_SHADOW && in->conv.has_shadow ?
+	    in->conv.shadow_st : in->conv.st;
+	p->real_mode = in->conv.st.mode;
 	p->set.reserva = -1;
 	p->was_objection = in->conv.objection_at != 0;
 	p->was_reserva = in->conv.reserva_confirmada;

@@ -37,6 +37,8 @@ const char	*turn_flag_name(enum turn_flag);
 /* The conversation as the turn found it. Times in ms; 0: not set. */
 struct turn_conv {
 	struct mode_state	st;
+	bool			has_shadow;	/* shadow_st was recorded */
+	struct mode_state	shadow_st;	/* shadow mode's own state */
 	enum turn_flag		flag;		/* effective for this doctor */
 	bool			human_control;
 	int64_t			opted_out_at;
@@ -117,6 +119,7 @@ struct turn_changes {
 	bool	objection_resolved;	/* objecao_resolvida, objecao_at NULL */
 	int	reserva;		/* reserva_confirmada: -1 kept, 0, 1 */
 	bool	state;			/* mode / pending moved */
+	bool	shadow_state;		/* shadow: its own state moved */
 	char	reason[ROUTER_REASON_MAX];
 };
 
@@ -125,7 +128,9 @@ struct turn_plan {
 	size_t			 nmsgs;
 	enum turn_flag		 flag;
 	int64_t			 now_ms;
-	struct mode_state	 st;		/* the state now */
+	struct mode_state	 st;		/* the state now (shadow: the
+						 * would-be state) */
+	enum mode		 real_mode;	/* the conversation's mode */
 	struct turn_changes	 set;
 	struct turn_funnel	 funnel[TURN_FUNNEL_MAX];
 	size_t			 nfunnel;

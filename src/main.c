@@ -148,6 +148,22 @@ static const struct cmd_entry cmd_table[] = {
 	  "                         (default: every one of the doctor's)\n"
 	  "Exit: 0 done; 64 bad input; 1 no such conversation or database down;\n"
 	  "78 DATABASE_URL unset or unparseable.\n" },
+	{ "campaign", cmd_campaign, "campaign start ID --template NAME:LANG "
+	  "[--phone-number-id ID] [--rate N] (WA_ID... | --file F) | "
+	  "campaign status ID",
+	  "a template to a list of doctors, once each; its figures",
+	  "  start ID               send the approved template NAME:LANG once to\n"
+	  "                         each doctor listed (WA_ID... or --file F, one\n"
+	  "                         a line), skipping opted-out, cooling-off and\n"
+	  "                         human-controlled ones; running it again sends\n"
+	  "                         nothing new\n"
+	  "  --template NAME:LANG   the approved WhatsApp template and language\n"
+	  "  --phone-number-id ID   the business number of doctors without a\n"
+	  "                         conversation yet\n"
+	  "  --rate N               sends a minute (default 30)\n"
+	  "  status ID              queued, sent, replied, and skipped by reason\n"
+	  "Needs DATABASE_URL. Exit: 0 done; 64 bad input; 1 failure; 78\n"
+	  "DATABASE_URL unset or unparseable.\n" },
 	{ "funnel", cmd_funnel, "funnel [--since DATE] [--until DATE]",
 	  "the funnel metrics, overall and per day, beside their targets",
 	  "  --since DATE   first day counted, YYYY-MM-DD, inclusive (default: all)\n"

@@ -177,6 +177,8 @@ BEGIN
 		'reserva_confirmada', c.reserva_confirmada,
 		'objecao_resolvida', c.objecao_resolvida,
 		'objecao_at', c.objecao_at, 'objecao_motivo', c.objecao_motivo,
+		'shadow_mode', c.shadow_mode, 'shadow_pending', c.shadow_pending,
+		'shadow_pending_at', c.shadow_pending_at,
 		'especialidade', c.especialidade, 'regiao', c.regiao,
 		'mode_updated_at', c.mode_updated_at,
 		'mode_updated_reason', c.mode_updated_reason,
@@ -240,7 +242,8 @@ BEGIN
 	    'opted_out_at', 'opt_out_confirmed_at', 'serious_objection_at',
 	    'cooling_off_until', 'reserva_confirmada', 'objecao_resolvida',
 	    'especialidade', 'regiao', 'profile_name', 'control_updated_by',
-	    'objecao_at', 'objecao_motivo');
+	    'objecao_at', 'objecao_motivo', 'shadow_mode', 'shadow_pending',
+	    'shadow_pending_at');
 	IF bad IS NOT NULL THEN
 		RAISE EXCEPTION 'mg_commit_turn: unknown conversation keys %', bad;
 	END IF;
@@ -293,7 +296,14 @@ BEGIN
 	    objecao_at = CASE WHEN p_set ? 'objecao_at'
 		THEN (p_set ->> 'objecao_at')::timestamptz ELSE c.objecao_at END,
 	    objecao_motivo = CASE WHEN p_set ? 'objecao_motivo'
-		THEN p_set ->> 'objecao_motivo' ELSE c.objecao_motivo END
+		THEN p_set ->> 'objecao_motivo' ELSE c.objecao_motivo END,
+	    shadow_mode = CASE WHEN p_set ? 'shadow_mode'
+		THEN p_set ->> 'shadow_mode' ELSE c.shadow_mode END,
+	    shadow_pending = CASE WHEN p_set ? 'shadow_pending'
+		THEN p_set ->> 'shadow_pending' ELSE c.shadow_pending END,
+	    shadow_pending_at = CASE WHEN p_set ? 'shadow_pending_at'
+		THEN (p_set ->> 'shadow_pending_at')::timestamptz
+		ELSE c.shadow_pending_at END
 	WHERE c.id = p_id;
 END $$;
 

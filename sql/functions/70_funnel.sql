@@ -207,3 +207,38 @@ CREATE OR REPLACE TRIGGER funnel_events_bridge
 	    ('aguardando_desfecho', 'fechado_com_responsavel', 'nao_fechou',
 	    'sem_resposta'))
 	EXECUTE FUNCTION mg_funnel_bridge();
+
+-- Every funnel row about a shift carries the shift's origin and its
+-- responsible person's id; a ponte_feita row carries the seconds since the
+-- interest it answers (the latest interesse_confirmado of the conversation
+-- for that shift or none, at or before it). Runs after funnel_events_bridge
+-- (trigger names fire in order), so an outcome's shift is known.
+CREATE OR REPLACE FUNCTION mg_funnel_enrich() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+	v	record;
+BEGIN
+	IF NEW.vaga_id IS NOT NULL THEN
+		SELECT origem_vaga, responsavel_id INTO v FROM vagas
+		WHERE id = NEW.vaga_id;
+		IF FOUND THEN
+			NEW.origem_vaga := coalesce(NEW.origem_vaga, v.origem_vaga);
+			NEW.responsavel_id := coalesce(NEW.responsavel_id,
+			    v.responsavel_id);
+		END IF;
+	END IF;
+	IF NEW.status = 'ponte_feita' AND NEW.tempo_ate_ponte IS NULL THEN
+		NEW.tempo_ate_ponte := (SELECT extract(epoch FROM
+		    NEW.created_at - max(i.created_at))::int
+		    FROM funnel_events i
+		    WHERE i.conversation_id = NEW.conversation_id
+			AND i.status = 'interesse_confirmado'
+			AND (i.vaga_id = NEW.vaga_id OR i.vaga_id IS NULL)
+			AND i.created_at <= NEW.created_at);
+	END IF;
+	RETURN NEW;
+END $$;
+
+CREATE OR REPLACE TRIGGER funnel_events_enrich
+	BEFORE INSERT ON funnel_events
+	FOR EACH ROW EXECUTE FUNCTION mg_funnel_enrich();

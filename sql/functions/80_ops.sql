@@ -170,8 +170,8 @@ END $$;
 -- elsewhere) or clears it (the doctor asked to come back elsewhere).
 -- Audited (step "opt_out" / "opt_in", by whom). Returns the conversation
 -- ids; one already in that state is left alone (and not audited).
-CREATE OR REPLACE FUNCTION mg_opt_out(p_wa_id text, p_who text,
-    p_phone_number_id text DEFAULT NULL) RETURNS bigint[]
+CREATE OR REPLACE FUNCTION mg_opt(p_wa_id text, p_who text,
+    p_phone_number_id text, p_out boolean) RETURNS bigint[]
 LANGUAGE plpgsql AS $$
 DECLARE
 	c	conversations;
@@ -180,40 +180,29 @@ BEGIN
 	FOR c IN SELECT * FROM mg_conversations_of(p_wa_id, p_phone_number_id)
 	    FOR UPDATE LOOP
 		ids := ids || c.id;
-		CONTINUE WHEN c.opted_out_at IS NOT NULL;	/* already */
-		UPDATE conversations SET opted_out_at = now(),
-		    opt_out_confirmed_at = now()
+		CONTINUE WHEN (c.opted_out_at IS NOT NULL) = p_out; /* already */
+		UPDATE conversations SET
+		    opted_out_at = CASE WHEN p_out THEN now() END,
+		    opt_out_confirmed_at = CASE WHEN p_out THEN now() END
 		WHERE id = c.id;
 		INSERT INTO audit_log (conversation_id, step, decision, reason,
 		    details)
-		VALUES (c.id, 'opt_out', 'recorded', 'operator',
-		    jsonb_build_object('by', coalesce(p_who, session_user)));
+		VALUES (c.id, CASE WHEN p_out THEN 'opt_out' ELSE 'opt_in' END,
+		    CASE WHEN p_out THEN 'recorded' ELSE 'cleared' END,
+		    'operator', jsonb_build_object('by',
+			coalesce(p_who, session_user), 'opted_out_at',
+			c.opted_out_at));
 	END LOOP;
 	RETURN ids;
 END $$;
 
+CREATE OR REPLACE FUNCTION mg_opt_out(p_wa_id text, p_who text,
+    p_phone_number_id text DEFAULT NULL) RETURNS bigint[]
+LANGUAGE sql AS $$ SELECT mg_opt(p_wa_id, p_who, p_phone_number_id, true) $$;
+
 CREATE OR REPLACE FUNCTION mg_opt_in(p_wa_id text, p_who text,
     p_phone_number_id text DEFAULT NULL) RETURNS bigint[]
-LANGUAGE plpgsql AS $$
-DECLARE
-	c	conversations;
-	ids	bigint[] := '{}';
-BEGIN
-	FOR c IN SELECT * FROM mg_conversations_of(p_wa_id, p_phone_number_id)
-	    FOR UPDATE LOOP
-		ids := ids || c.id;
-		CONTINUE WHEN c.opted_out_at IS NULL;	/* already */
-		UPDATE conversations SET opted_out_at = NULL,
-		    opt_out_confirmed_at = NULL
-		WHERE id = c.id;
-		INSERT INTO audit_log (conversation_id, step, decision, reason,
-		    details)
-		VALUES (c.id, 'opt_in', 'cleared', 'operator',
-		    jsonb_build_object('by', coalesce(p_who, session_user),
-			'opted_out_at', c.opted_out_at));
-	END LOOP;
-	RETURN ids;
-END $$;
+LANGUAGE sql AS $$ SELECT mg_opt(p_wa_id, p_who, p_phone_number_id, false) $$;
 
 -- mg_cooling_off(wa_id, days, who, phone_number_id): nothing proactive
 -- (follow-ups, campaigns) goes to the doctor for days days from now;

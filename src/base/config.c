@@ -23,7 +23,8 @@
 #define MG_RULES_DIR "."
 #endif
 
-enum cf_type { CF_STR, CF_INT, CF_ENUM, CF_URL, CF_HOSTPORT, CF_CONNINFO };
+enum cf_type { CF_STR, CF_INT, CF_ENUM, CF_URL, CF_HOSTPORT, CF_CONNINFO,
+    CF_RATIO };
 
 struct cf_entry {
 	const char	*name;
@@ -86,6 +87,9 @@ static const struct cf_entry cf_table[] = {
 	  "total timeout of one LLM request, seconds" },
 	{ "LLM_MAX_TOKENS", CF_INT, 0, "1024", 16, 32000, NULL, 0,
 	  OFF(llm_max_tokens), "most output tokens per LLM reply" },
+	{ "LLM_TEMPERATURE", CF_RATIO, 0, "0.3", 0, 1, NULL, 0,
+	  OFF(llm_temperature), "sampling temperature sent with every LLM "
+	  "request, 0 to 1 (a constrained agent runs cool)" },
 	{ "LLM_BREAKER_THRESHOLD", CF_INT, 0, "5", 1, 1000, NULL, 0,
 	  OFF(llm_breaker_threshold), "consecutive LLM failures that open "
 	  "the circuit breaker (open 90 s, then one probe)" },
@@ -279,6 +283,7 @@ cf_set(struct config *cfg, const struct cf_entry *e, const char *v,
 	const char	*why;
 	char		 buf[DIAG_LEN];
 	long		 n;
+	double		 x;
 
 	switch (e->type) {
 	case CF_INT:
@@ -296,6 +301,17 @@ cf_set(struct config *cfg, const struct cf_entry *e, const char *v,
 			return;
 		}
 		*(int *)((char *)cfg + e->off) = (int)n;
+		return;
+	case CF_RATIO:
+		errno = 0;
+		x = strtod(v, &end);
+		if (errno != 0 || *end != '\0' || end == v || x < e->min ||
+		    x > e->max) {
+			diag_add(d, e->name, "", "must be a number from %ld to "
+			    "%ld (e.g. 0.3), got \"%s\"", e->min, e->max, v);
+			return;
+		}
+		*(double *)((char *)cfg + e->off) = x;
 		return;
 	case CF_ENUM:
 		if (!cf_in_choices(e->choices, v)) {
@@ -393,7 +409,7 @@ config_free(struct config *cfg)
 	size_t	i;
 
 	for (i = 0; i < CF_COUNT; i++) {
-		if (cf_table[i].type == CF_INT)
+		if (cf_table[i].type == CF_INT || cf_table[i].type == CF_RATIO)
 			continue;
 		free(*(char **)((char *)cfg + cf_table[i].off));
 	}
@@ -426,6 +442,9 @@ config_print_table(void)
 		switch (e->type) {
 		case CF_INT:
 			printf("%ld–%ld", e->min, e->max);
+			break;
+		case CF_RATIO:
+			printf("%ld.0–%ld.0", e->min, e->max);
 			break;
 		case CF_ENUM:	/* '|' would end the Markdown cell */
 			for (c = e->choices; *c != '\0'; c++) {
@@ -464,6 +483,11 @@ config_print(const struct config *cfg)
 		if (e->type == CF_INT) {
 			printf("%s=%d\n", e->name,
 			    *(const int *)((const char *)cfg + e->off));
+			continue;
+		}
+		if (e->type == CF_RATIO) {
+			printf("%s=%g\n", e->name,
+			    *(const double *)((const char *)cfg + e->off));
 			continue;
 		}
 		v = *(char *const *)((const char *)cfg + e->off);

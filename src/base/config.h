@@ -29,6 +29,7 @@ struct config {
 	char	*llm_model;
 	int	 llm_timeout_s;
 	int	 llm_max_tokens;
+	double	 llm_temperature;
 	int	 llm_breaker_threshold;
 	char	*rules_dir;
 	char	*log_level;

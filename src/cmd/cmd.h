@@ -33,6 +33,7 @@ int	cmd_set_mode(int, char **);
 int	cmd_opt_out(int, char **);
 int	cmd_opt_in(int, char **);
 int	cmd_cooling_off(int, char **);
+int	cmd_campaign(int, char **);
 int	cmd_funnel(int, char **);
 
 #endif

@@ -76,6 +76,7 @@ llm_params_default(struct llm_params *p)
 	p->provider = LLM_OFFLINE;
 	p->model = "claude-sonnet-4-5";
 	p->max_tokens = 1024;
+	p->temperature = -1;
 	p->connect_timeout_ms = 5000;
 	p->timeout_ms = 60000;
 	p->max_retries = 2;
@@ -103,6 +104,7 @@ llm_params_from_config(struct llm_params *p, const struct config *cfg)
 		p->timeout_ms = cfg->llm_timeout_s * 1000L;
 	if (cfg->llm_max_tokens > 0)
 		p->max_tokens = cfg->llm_max_tokens;
+	p->temperature = cfg->llm_temperature;
 	if (cfg->llm_breaker_threshold > 0)
 		p->breaker_threshold = cfg->llm_breaker_threshold;
 }
@@ -579,6 +581,7 @@ call_request(struct llm_call *t)
 		return;
 	}
 	body = llm_wire_body(l->p.provider, l->model, l->p.max_tokens,
+	    l->p.temperature,
 	    l->public_api, t->system, t->messages, t->tools);
 	if (body == NULL) {
 		call_finish(t, LLM_ERR_INTERNAL, "cannot build request");

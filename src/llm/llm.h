@@ -88,6 +88,7 @@ struct llm_params {
 	const char	*api_key;	/* secret, never logged */
 	const char	*model;
 	int		 max_tokens;		/* 1024 */
+	double		 temperature;		/* < 0: the provider's */
 	long		 connect_timeout_ms;	/* 5000 */
 	long		 timeout_ms;		/* one HTTP attempt: 60000 */
 	int		 max_retries;		/* 2 (3 attempts) */

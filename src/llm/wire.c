@@ -215,8 +215,8 @@ llm_wire_tools(enum llm_provider p, const struct llm_tool *tools, size_t n,
 
 char *
 llm_wire_body(enum llm_provider p, const char *model, int max_tokens,
-    int public_api, const char *system, json_object *messages,
-    json_object *tools)
+    double temperature, int public_api, const char *system,
+    json_object *messages, json_object *tools)
 {
 	json_object	*o = json_object_new_object();
 	char		*s;
@@ -226,6 +226,9 @@ llm_wire_body(enum llm_provider p, const char *model, int max_tokens,
 	json_object_object_add(o, p == LLM_OPENAI && public_api ?
 	    "max_completion_tokens" : "max_tokens",
 	    json_object_new_int(max_tokens));
+	if (temperature >= 0)
+		json_object_object_add(o, "temperature",
+		    json_object_new_double(temperature));
 	if (p != LLM_OPENAI && system != NULL && *system != '\0')
 		json_object_object_add(o, "system",
 		    json_object_new_string(system));

@@ -40,7 +40,8 @@ json_object	*llm_wire_tools(enum llm_provider, const struct llm_tool *,
 
 /* The request body (new string; caller frees). */
 char		*llm_wire_body(enum llm_provider, const char *model,
-		    int max_tokens, int public_api, const char *system,
+		    int max_tokens, double temperature, int public_api,
+		    const char *system,
 		    json_object *messages, json_object *tools);
 
 /* Parse a 2xx body; 0, or -1 with err filled (malformed). */

@@ -24,6 +24,28 @@ read_rule(const char *dir, const char *label, struct flat *f,
 	return rules_read_flat(path, label, f, d);
 }
 
+/* Julia's prompt (mode/julia.md) is not a rule file, but serve needs it:
+ * present, readable and not empty. */
+static void
+ruleset_check_persona(const char *dir, struct diag *d)
+{
+	char	 path[4096];
+	FILE	*f;
+	int	 c = EOF;
+
+	snprintf(path, sizeof path, "%s/mode/julia.md", dir);
+	if ((f = fopen(path, "r")) == NULL) {
+		diag_add(d, "mode/julia.md", "", "missing or unreadable");
+		return;
+	}
+	while ((c = fgetc(f)) != EOF && (c == ' ' || c == '\n' ||
+	    c == '\t' || c == '\r'))
+		;
+	if (c == EOF)
+		diag_add(d, "mode/julia.md", "", "empty");
+	fclose(f);
+}
+
 int
 ruleset_load(struct ruleset *rs, const char *dir, struct diag *d)
 {
@@ -55,6 +77,7 @@ ruleset_load(struct ruleset *rs, const char *dir, struct diag *d)
 		rs->policy = policy_load(&f, d);
 		flat_free(&f);
 	}
+	ruleset_check_persona(dir, d);
 	if (rs->gate != NULL && rs->matrix != NULL)
 		gate_check_prompts(rs->gate, rs->matrix, d);
 	if (rs->gate != NULL && rs->claims != NULL)

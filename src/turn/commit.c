@@ -283,10 +283,20 @@ commit_router(struct commit *c, const struct turn_route *tr,
 	commit_audit(c, "router", decision_name(r->decision), r->reason, d, id);
 }
 
-/* The routing state, when it moved. */
+/* The routing state, when it moved (shadow: its own columns). */
 static void
 commit_state(struct commit *c, const struct turn_plan *p)
 {
+	if (p->set.shadow_state) {
+		commit_set(c, COL_SHADOW_MODE, mode_name(p->st.mode));
+		commit_set(c, COL_SHADOW_PENDING, p->st.pending >= 0 ?
+		    mode_name(p->st.pending) : NULL);
+		if (p->st.pending >= 0)
+			commit_set_time(c, COL_SHADOW_PENDING_AT,
+			    p->st.pending_at_ms);
+		else
+			commit_set(c, COL_SHADOW_PENDING_AT, NULL);
+	}
 	if (!p->set.state)
 		return;
 	commit_set(c, COL_MODE, mode_name(p->st.mode));

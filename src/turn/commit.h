@@ -44,7 +44,10 @@
 	X(COL_PROFILE_NAME, "profile_name")				\
 	X(COL_CONTROL_UPDATED_BY, "control_updated_by")		\
 	X(COL_OBJECAO_AT, "objecao_at")					\
-	X(COL_OBJECAO_MOTIVO, "objecao_motivo")
+	X(COL_OBJECAO_MOTIVO, "objecao_motivo")				\
+	X(COL_SHADOW_MODE, "shadow_mode")				\
+	X(COL_SHADOW_PENDING, "shadow_pending")				\
+	X(COL_SHADOW_PENDING_AT, "shadow_pending_at")
 
 #define MG_ENUM_ITEM(e, s) e,
 enum commit_key { COMMIT_KEY_LIST(MG_ENUM_ITEM) COMMIT_KEY__COUNT };

@@ -79,6 +79,15 @@ turn_decode_conv(json_object *ctx, struct turn_conv *cv)
 		snprintf(cv->st.source, sizeof cv->st.source, "%s", s);
 	if ((s = job_jstr(c, "mode_updated_reason")) != NULL)
 		snprintf(cv->st.reason, sizeof cv->st.reason, "%s", s);
+	if ((m = mode_from_name(job_jstr(c, "shadow_mode"))) >= 0) {
+		cv->has_shadow = true;
+		mode_state_init(&cv->shadow_st, 0);
+		cv->shadow_st.mode = (enum mode)m;
+		if ((cv->shadow_st.pending = mode_from_name(job_jstr(c,
+		    "shadow_pending"))) >= 0)
+			cv->shadow_st.pending_at_ms = turn_parse_iso(job_jstr(c,
+			    "shadow_pending_at"));
+	}
 	cv->flag = TURN_FLAG_OFF;
 	if (json_object_object_get_ex(ctx, "flag", &f) &&
 	    json_object_object_get_ex(f, "effective", &v)) {

@@ -148,10 +148,145 @@ def test_prompt_dates_and_audit_evidence(h):
     llm.script([{"text": "Oi!"}])
     send(h, "wamid.dt1", "quero saber de vagas")
     settled(h, "wamid.dt1")
-    sysp = llm_calls(llm)[-1]["body"]["system"]
+    body = llm_calls(llm)[-1]["body"]
+    eq(body.get("temperature"), 0.3, "LLM_TEMPERATURE's default is sent")
+    sysp = body["system"]
     assert "Hoje é " in sysp and "horário de Brasília" in sysp, sysp[-600:]
     r = json.loads(audit(h, "router")[-1][2])
     eq(r["intent"], "INTERESSE_VAGA", "intent on the router row")
     assert r["evidence"] and float(r["confidence"]) > 0, r
     g = json.loads(audit(h, "gate")[-1][2])
     assert "vaga_especifica" in g["forbidden_claims"], g
+
+
+def test_campaign_reaches_once_and_the_reply_routes(h):
+    """`campaign start`: the template once to each listed doctor (a new one
+    gets a conversation on the given number), opted-out and cooling-off
+    doctors skipped with their reason; reached conversations move to
+    reativacao (mode_source campaign:ID); running it again sends nothing
+    new; the doctor's reply routes reativacao -> discovery; `campaign
+    status` counts it all."""
+    llm = ready(h)
+    send(h, "wamid.cp0", "oi")
+    settled(h, "wamid.cp0")
+    send(h, "wamid.cpx", "oi", sender="5511900000002")
+    settled(h, "wamid.cpx", 15)
+    rc, out, err = cli(h, "opt-out", "5511900000002")
+    eq(rc, 0, err)
+    args = ["campaign", "start", "volta-2026", "--template",
+            "retomar_contato:pt_BR", "--phone-number-id", "100",
+            "--rate", "600", DOCTOR, "5511900000002", "5511900000003"]
+    rc, out, err = cli(h, *args)
+    eq(rc, 0, err)
+    assert '"queued": 2' in out and '"skipped": 1' in out, out
+    rc, out, err = cli(h, *args)
+    assert '"already": 3' in out and '"queued": 0' in out, out
+    eq(h.sql1("SELECT count(*) FROM outbox WHERE kind = 'template'"), "2",
+       "two templates, once each")
+    eq((conv(h, "conversation_mode"), conv(h, "mode_source")),
+       ("reativacao", "campaign:volta-2026"), "reativacao by campaign")
+    eq(conv(h, "conversation_mode", sender="5511900000003"), "reativacao",
+       "a new doctor got a conversation")
+    h.wait_until(lambda: h.sql1("SELECT count(*) FROM outbox WHERE kind = "
+                                "'template' AND state = 'dry_run'") == "2",
+                 10, "the sender takes them (dry-run)")
+    llm.script([{"text": "Que bom falar com vc de novo!"}])
+    send(h, "wamid.cp1", "oi julia, ainda pego plantão sim")
+    settled(h, "wamid.cp1")
+    eq(conv(h, "conversation_mode"), "discovery", "the reply: discovery")
+    rc, out, err = cli(h, "campaign", "status", "volta-2026")
+    eq(rc, 0, err)
+    lines = dict(l.split() for l in out.strip().splitlines())
+    eq((lines["queued"], lines["sent"], lines["replied"],
+        lines["skipped:opted_out"]), ("2", "2", "1", "1"), out)
+
+
+def test_reativacao_after_a_month_of_silence(h):
+    llm = ready(h)
+    send(h, "wamid.ra0", "oi")
+    settled(h, "wamid.ra0")
+    h.sql("UPDATE conversations SET conversation_mode = 'oferta', "
+          "last_inbound_at = now() - interval '31 days' WHERE wa_id = '%s'"
+          % DOCTOR)
+    llm.script([{"text": "Oi! Quanto tempo! Ainda tá pegando plantões?"}])
+    send(h, "wamid.ra1", "oi, sumi né")
+    settled(h, "wamid.ra1")
+    eq(conv(h, "conversation_mode"), "reativacao", "inactivity")
+    assert "MODO ATUAL: reativacao" in llm_calls(llm)[-1]["body"]["system"]
+
+
+def test_campaign_pacing_and_cooling_off(h):
+    ready(h)
+    for k, w in enumerate(("5511900000011", "5511900000012",
+                           "5511900000013")):
+        send(h, "wamid.pc%d" % k, "oi", sender=w)
+        settled(h, "wamid.pc%d" % k)
+    rc, out, err = cli(h, "cooling-off", "5511900000013", "--days", "5")
+    eq(rc, 0, err)
+    rc, out, err = cli(h, "campaign", "start", "lenta", "--template",
+                       "retomar_contato:pt_BR", "--rate", "1",
+                       "5511900000011", "5511900000012", "5511900000013")
+    eq(rc, 0, err)
+    gap = h.sql1("SELECT round(extract(epoch FROM max(next_attempt_at) - "
+                 "min(next_attempt_at))) FROM outbox WHERE kind = "
+                 "'template'")
+    eq(gap, "60", "one a minute")
+    eq(h.sql1("SELECT skip_reason FROM campaign_sends WHERE wa_id = "
+              "'5511900000013'"), "cooling_off", "cooling-off skipped")
+    rc, out, err = cli(h, "campaign", "start", "x", "--template", "semlang")
+    eq(rc, 64, "usage")
+
+
+def test_reply_after_a_bridge_guarded_for_oferta(h):
+    """A bridge moves oferta to followup mid-turn; the reply, written under
+    oferta's prompt, is still checked against oferta's claims (negotiating
+    pay is not a followup claim): it is regenerated, not sent."""
+    llm = ready(h)
+    add_vaga(h)
+    in_mode(h, "oferta")
+    bad = ("Passei seu contato pro Dr. Paulo! O plantão paga R$ 1.500 e "
+           "consigo negociar um valor maior pra você.")
+    llm.script([{"tool_calls": [{"name": "criar_handoff_externo",
+                                 "arguments": {"vaga_id": 1}}]},
+                {"text": bad},
+                {"text": "Passei seu contato pro responsável pela vaga!"}])
+    send(h, "wamid.bg1", "sim, pode passar meu contato")
+    settled(h, "wamid.bg1")
+    eq(conv(h, "conversation_mode"), "followup", "bridge made")
+    g = audit(h, "guard")[-2:]	# this turn's: the reply, its regeneration
+    eq(g[0][:2], ("regenerate", "negocia_valor"), "oferta's claim caught")
+    eq(sorted(json.loads(g[0][2])["modes_checked"]), ["followup", "oferta"],
+       "both modes checked")
+    eq(g[1][0], "pass", "the regeneration passes")
+    eq(replies(h)[-1], "Passei seu contato pro responsável pela vaga!",
+       "the clean regeneration is sent")
+
+
+def test_closed_outcome_confirms_the_booking(h):
+    """DESFECHO_FECHOU in followup records fechado_com_responsavel and sets
+    reserva_confirmada; a new offer cycle (CONFIRM into oferta) clears it.
+    salvar_memoria offers especialidade and regiao, and fills them."""
+    llm = ready(h)
+    in_mode(h, "followup")
+    llm.script([{"text": "Que ótimo, parabéns!"}])
+    send(h, "wamid.rc1", "deu certo, fechei o plantão com ele!")
+    settled(h, "wamid.rc1")
+    eq(conv(h, "reserva_confirmada"), "t", "booking confirmed")
+    llm.script([{"text": "Show! Quer que eu mande os detalhes?"}])
+    send(h, "wamid.rc2", "tem mais vaga pra mim?")
+    settled(h, "wamid.rc2")
+    eq(conv(h, "pending_transition"), "oferta", "a new offer, pending")
+    schema = [t for t in llm_calls(llm)[-1]["body"]["tools"]
+              if t["name"] == "salvar_memoria"][0]["input_schema"]
+    assert {"especialidade", "regiao"} <= set(schema["properties"]), schema
+    llm.script([{"tool_calls": [{"name": "salvar_memoria", "arguments":
+                                 {"fato": "pediatra em Campinas",
+                                  "especialidade": "Pediatria",
+                                  "regiao": "Campinas"}}]},
+                {"text": "Anotado!"}])
+    send(h, "wamid.rc3", "sim, sou pediatra em Campinas")
+    settled(h, "wamid.rc3")
+    eq((conv(h, "conversation_mode"), conv(h, "reserva_confirmada")),
+       ("oferta", "f"), "a new cycle clears the booking")
+    eq((conv(h, "especialidade"), conv(h, "regiao")),
+       ("Pediatria", "Campinas"), "memory fills the columns")

@@ -199,6 +199,33 @@ def test_flag_shadow_routes_without_changing(h):
         "tools_would_remove"], "would-remove audited"
 
 
+def test_shadow_keeps_its_own_state_and_would_be_guard(h):
+    """Shadow measures the whole path: its own pending (shadow_pending) is
+    kept and confirmed by the next message, the real mode never moves, and
+    a reply with a forbidden claim is sent but audited with what
+    enforcement would have done (decision regenerate, not pass)."""
+    llm = ready(h)
+    h.sql("UPDATE feature_flags SET value = 'shadow' "
+          "WHERE name = 'conversation_mode_enabled'")
+    llm.script([{"text": "Seu plantão está confirmado!"}])
+    send(h, "wamid.ss1", "Quero saber de vagas!")
+    settled(h, "wamid.ss1")
+    eq((conv(h, "shadow_mode"), conv(h, "shadow_pending")),
+       ("discovery", "oferta"), "shadow's pending kept")
+    eq(conv(h, "pending_transition"), None, "the real one untouched")
+    g = audit(h, "guard")[-1]
+    eq(g[:2], ("regenerate", "shadow: not enforced"), "would-be verdict")
+    eq(json.loads(g[2])["enforced"], False, "not enforced")
+    eq(replies(h)[-1], "Seu plantão está confirmado!", "sent unchanged")
+    send(h, "wamid.ss2", "sim, tenho CRM ativo")
+    settled(h, "wamid.ss2")
+    eq(audit(h, "router")[-1][0], "CONFIRM", "CONFIRM measured")
+    eq((conv(h, "shadow_mode"), conv(h, "conversation_mode")),
+       ("oferta", "discovery"), "shadow in oferta, real in discovery")
+    eq(h.sql1("SELECT count(*) FROM funnel_events"), "0",
+       "shadow records no funnel")
+
+
 def test_forbidden_tool_refused_not_executed(h):
     llm = ready(h)
     add_vaga(h)

@@ -208,8 +208,10 @@ run(const struct ruleset *rs, const struct turn_case *c)
 	}
 	if (c->bridge && (tr = turn_event(rs, &p, EVENT_BRIDGE_MADE)) != NULL)
 		print_route("event bridge_made", tr);
-	printf("  after %s/%s%s\n", mode_name(p.st.mode), p.st.pending >= 0 ?
-	    mode_name(p.st.pending) : "-", p.set.state ? " (moved)" : "");
+	printf("  after %s/%s%s%s\n", mode_name(p.st.mode), p.st.pending >= 0 ?
+	    mode_name(p.st.pending) : "-", p.set.state ? " (moved)" : "",
+	    p.set.shadow_state ? " (shadow's own state moved; the real "
+	    "one did not)" : "");
 	printf("  set%s%s%s%s%s%s%s%s%s%s\n", p.set.opted_out ?
 	    " opted_out_at" : "", p.set.opt_out_confirmed ?
 	    " opt_out_confirmed_at" : "", p.set.opted_in ?
