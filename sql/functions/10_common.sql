@@ -3,8 +3,9 @@
 --
 -- Settings (ALTER DATABASE modegate SET ...; defaults in brackets):
 -- modegate.followup_hours [48] -- a bridge older than this is due for its
--- follow-up; modegate.pending_timeout_minutes [30] -- must match
--- mode/transitions.json pending_timeout_minutes. Days are calendar days
+-- follow-up. The pending timeout is not a setting: mode/transitions.json
+-- pending_timeout_minutes, recorded in rule_settings (sql/0010) by
+-- migrate and serve, is what mg_setting returns. Days are calendar days
 -- in the session's TimeZone (set it to America/Sao_Paulo for the
 -- operators' day).
 -- Re-applied by `modegate migrate` on every run (CREATE OR REPLACE): edit
