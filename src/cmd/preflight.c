@@ -3,41 +3,11 @@
  * with `check-config` (see preflight.h).
  * SPDX-License-Identifier: MIT
  */
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 
 #include "db/migrate.h"
 #include "cmd/preflight.h"
 #include "rules/ruleset.h"
-
-/* mode/julia.md: Julia's system prompt, present and not empty. */
-static void
-preflight_persona(const char *dir, struct diag *d)
-{
-	const char	*label = "mode/julia.md";
-	char		 path[4096];
-	struct stat	 st;
-	FILE		*fp;
-
-	snprintf(path, sizeof path, "%s/%s", dir, label);
-	if ((fp = fopen(path, "r")) == NULL) {
-		if (errno == ENOENT)
-			diag_add(d, label, "", "missing (Julia's system "
-			    "prompt)");
-		else
-			diag_add(d, label, "", "cannot open: %s",
-			    strerror(errno));
-		return;
-	}
-	if (fstat(fileno(fp), &st) == -1 || !S_ISREG(st.st_mode))
-		diag_add(d, label, "", "not a regular file");
-	else if (st.st_size == 0)
-		diag_add(d, label, "", "empty (Julia's system prompt)");
-	fclose(fp);
-}
 
 /* sql/: the migrations, whose newest number /readyz compares with. */
 static void
@@ -69,7 +39,6 @@ preflight(struct config *cfg, int *latest, struct diag *d)
 	if (cfg->rules_dir != NULL) {
 		if (ruleset_load(&rs, cfg->rules_dir, d) == 0)
 			ruleset_free(&rs);
-		preflight_persona(cfg->rules_dir, d);
 		preflight_sql(cfg->rules_dir, latest, d);
 	}
 	return d->n + d->dropped == before ? 0 : -1;

@@ -12,8 +12,8 @@
 /*
  * Load cfg from the environment (config_load) and check the rules folder
  * it names: the rule files of mode/ and policy/, mode/messages.json with
- * the replies the service sends among them (ruleset_load), mode/julia.md,
- * and sql/ (the
+ * the replies the service sends among them and mode/julia.md
+ * (ruleset_load), and sql/ (the
  * migrations; *latest gets the newest number when latest is not NULL).
  * Every problem goes to d, one line each. Returns 0 when d gained nothing,
  * else -1; cfg is filled either way (free with config_free).

@@ -3,6 +3,7 @@
  * rules_read_flat and the core loaders, collecting every problem.
  * SPDX-License-Identifier: MIT
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,7 +36,11 @@ ruleset_check_persona(const char *dir, struct diag *d)
 
 	snprintf(path, sizeof path, "%s/mode/julia.md", dir);
 	if ((f = fopen(path, "r")) == NULL) {
-		diag_add(d, "mode/julia.md", "", "missing or unreadable");
+		if (errno == ENOENT)
+			diag_add(d, "mode/julia.md", "", "missing");
+		else
+			diag_add(d, "mode/julia.md", "", "cannot open: %s",
+			    strerror(errno));
 		return;
 	}
 	while ((c = fgetc(f)) != EOF && (c == ' ' || c == '\n' ||

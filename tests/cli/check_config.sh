@@ -95,7 +95,7 @@ both 'sql/: missing (the migrations; serve compares the database'"'"'s schema wi
 cp -R sql "$tmp/r2/"
 rm "$tmp/r2/mode/messages.json" "$tmp/r2/mode/julia.md"
 both 'mode/messages.json: missing' MODEGATE_RULES_DIR="$tmp/r2"
-both 'mode/julia.md: missing (Julia'"'"'s system prompt)' \
+both 'mode/julia.md: missing' \
     MODEGATE_RULES_DIR="$tmp/r2"
 cp mode/julia.md "$tmp/r2/mode/"
 python3 -c 'import json, sys
