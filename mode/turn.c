@@ -169,7 +169,8 @@ turn_actions(const struct turn_input *in, struct turn_plan *p,
 		p->set.opted_in = false;
 	}
 	if ((a & (1u << POLICY_ACT_SEND_CONFIRMATION_ONCE)) &&
-	    !in->conv.opt_out_confirmed && !p->set.opt_out_confirmed) {
+	    !in->conv.opt_out_confirmed && !p->set.opt_out_confirmed &&
+	    p->canned == NULL) {
 		p->set.opt_out_confirmed = true;
 		turn_canned(p, "opt_out_confirmation", mp->id);
 	}
@@ -191,8 +192,9 @@ turn_actions(const struct turn_input *in, struct turn_plan *p,
 		    (int64_t)mp->policy.cooling_off_days * 86400000;
 }
 
-/* Decide one message; returns true when it leaves the chat blocked,
- * false when it is answered, unchanged (*blocked) otherwise. */
+/* Decide one message into mp. *blocked: the last message that counts left
+ * the chat silent (a human, a policy block) or not (answered); *answer,
+ * *ask_text: some message is answered by the LLM, or asked for text. */
 static void
 turn_message(const struct ruleset *rs, const struct turn_input *in,
     struct turn_plan *p, const struct turn_msg *m, struct turn_msg_plan *mp,
@@ -228,7 +230,9 @@ turn_message(const struct ruleset *rs, const struct turn_input *in,
 		return;
 	}
 	text = m->text != NULL ? m->text : "";
-	intent_detect(rs->lex, text, strlen(text), &mp->intent);
+	intent_detect_ctx(rs->lex, text, strlen(text), in->julia_before,
+	    in->julia_before != NULL ? strlen(in->julia_before) : 0,
+	    &mp->intent);
 	turn_policy_input(in, p, (int)mp->intent.intent, &pin);
 	/* Coming back only means something to a doctor who left: from
 	 * anyone else it is interest. */

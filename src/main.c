@@ -38,9 +38,23 @@ static const struct cmd_entry cmd_table[] = {
 	  "print a rule file in the flat form the core reads",
 	  "  FILE.json   a rule file (mode/*.json, policy/*.json); prints one\n"
 	  "              PATH<TAB>TYPE+VALUE line per scalar\n" },
-	{ "intent", cmd_intent, "intent < MESSAGES",
-	  "classify one message a line: INTENT<TAB>confidence<TAB>message",
-	  "Reads messages from standard input, one a line; no options, no database.\n" },
+	{ "intent", cmd_intent, "intent [--context] [--explain] < MESSAGES",
+	  "classify one message a line: INTENT<TAB>confidence<TAB>message; "
+	  "--context reads MESSAGE<TAB>JULIA_BEFORE lines, --explain adds "
+	  "who decided, the runner-up and the evidence",
+	  "  --context   input lines are MESSAGE<TAB>JULIA_BEFORE (Julia's message\n"
+	  "              before it, the context the detector reads)\n"
+	  "  --explain   four more fields: who decided (rules, model or both),\n"
+	  "              the runner-up and the evidence\n"
+	  "Reads messages from standard input, one a line; no database.\n" },
+	{ "train", cmd_train, "train [--corpus DIR] [--out DIR] [--set P=V]",
+	  "learn mode/intent.model and mode/guard.model from the corpus "
+	  "(default tests/corpus; deterministic)",
+	  "  --corpus DIR   the labelled corpus: SPLITS, messages/, replies/\n"
+	  "                 (default tests/corpus); the blind authors are never read\n"
+	  "  --out DIR      where the .model files go (default mode/)\n"
+	  "  --set P=V      override a hyper-parameter, e.g. intent.epochs=20\n"
+	  "The same corpus and rules always give the same weights, byte for byte.\n" },
 	{ "explain", cmd_explain, "explain --mode M [--pending P "
 	  "--pending-age MIN] [--inactive-days D] [--opted-out] [--cooling-off] "
 	  "[--objection TEXT] [--json] MESSAGE",
@@ -148,6 +162,20 @@ static const struct cmd_entry cmd_table[] = {
 	  "                         (default: every one of the doctor's)\n"
 	  "Exit: 0 done; 64 bad input; 1 no such conversation or database down;\n"
 	  "78 DATABASE_URL unset or unparseable.\n" },
+	{ "review", cmd_review, "review list [--since DATE] "
+	  "[--max-confidence P] | label ID INTENT [--corpus DIR] [--by WHO]",
+	  "messages the intent detector was unsure of; label one into the "
+	  "corpus (anonymised) for `make train`",
+	  "  list                  messages not yet labelled whose confidence was\n"
+	  "                        below P, or where rules and model disagreed\n"
+	  "  --since DATE          YYYY-MM-DD, inclusive (default: 7 days ago)\n"
+	  "  --max-confidence P    0-1 (default 0.6)\n"
+	  "  label ID INTENT       append message ID, anonymised, with Julia's\n"
+	  "                        message before it, to the corpus as INTENT\n"
+	  "  --corpus DIR          default tests/corpus\n"
+	  "  --by WHO              who labels it (default $USER)\n"
+	  "Needs DATABASE_URL. Exit: 0 done; 64 bad input; 1 failure; 78\n"
+	  "DATABASE_URL unset or unparseable.\n" },
 	{ "campaign", cmd_campaign, "campaign start ID --template NAME:LANG "
 	  "[--phone-number-id ID] [--rate N] (WA_ID... | --file F) | "
 	  "campaign status ID",
