@@ -146,6 +146,24 @@ turn_policy_input(const struct turn_input *in, const struct turn_plan *p,
 	pin->now_ms = in->now_ms;
 }
 
+/* Did Julia's last message ask whether to pass the responsible person's
+ * contact (a question naming the contact or the responsible person)? The
+ * doctor's yes to that is the consent a bridge needs. */
+static bool
+turn_asked_to_connect(const char *julia)
+{
+	static const char *const words[] = { "contato", "responsável",
+	    "responsavel", "coordenador", "coordenadora" };
+	size_t	i;
+
+	if (julia == NULL || strchr(julia, '?') == NULL)
+		return false;
+	for (i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (strstr(julia, words[i]) != NULL)
+			return true;
+	return false;
+}
+
 /* Offer a canned reply to message id unless one is already chosen. */
 static void
 turn_canned(struct turn_plan *p, const char *key, int64_t id)
@@ -257,8 +275,9 @@ turn_message(const struct ruleset *rs, const struct turn_input *in,
 	}
 	mp->fate = FATE_ANSWER;
 	*answer = true;
-	p->bridge_consent = mp->intent.intent == INTENT_CONFIRMACAO ||
-	    mp->intent.intent == INTENT_INTERESSE_VAGA;
+	p->bridge_consent = (mp->intent.intent == INTENT_CONFIRMACAO ||
+	    mp->intent.intent == INTENT_INTERESSE_VAGA) &&
+	    turn_asked_to_connect(in->julia_before);
 	memcpy(p->policy_constraints, mp->policy.constraints,
 	    sizeof p->policy_constraints);
 	if (p->flag == TURN_FLAG_OFF)
@@ -453,7 +472,7 @@ turn_tool_refusal(const struct turn_plan *p, enum tool t)
 	    !p->bridge_consent)
 		return "pergunte ao médico se ele quer o contato do "
 		    "responsável antes de passar: ele ainda não concordou "
-		    "nesta conversa";
+		    "com isso na última mensagem";
 	return NULL;
 }
 

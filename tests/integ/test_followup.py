@@ -136,7 +136,10 @@ def bridged_and_followed_up(h):
     the sweep has sent; returns (llm, conversation id)."""
     llm = ready(h, **FAST)
     add_vaga(h)
-    llm.script([{"text": "Oi! Tudo bem?"}])
+    # Julia asked about the contact: the doctor's yes is the consent a
+    # bridge needs.
+    llm.script([{"text": "Achei uma vaga! Quer que eu te passe o contato "
+                         "da responsável?"}])
     send(h, "wamid.f1", "oi")
     settled(h, "wamid.f1")
     h.sql("UPDATE conversations SET conversation_mode = 'oferta'")

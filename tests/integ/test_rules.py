@@ -13,7 +13,10 @@ from test_turn import (DOCTOR, add_vaga, audit, conv, llm_calls, ready,
                        replies, send, settled)
 
 
-def in_mode(h, mode):
+def in_mode(h, mode, llm=None, julia=None):
+    """A conversation in mode; with julia, Julia's last reply was that."""
+    if julia is not None:
+        llm.script([{"text": julia}])
     send(h, "wamid.pre", "oi")
     settled(h, "wamid.pre")
     h.sql("UPDATE conversations SET conversation_mode = '%s' "
@@ -96,8 +99,7 @@ def test_bridge_needs_the_doctors_consent(h):
     llm.script([{"tool_calls": [{"name": "criar_handoff_externo",
                                  "arguments": {"vaga_id": 1}}]},
                 {"text": "Quer que eu te passe o contato da responsável?"}])
-    # Not consent: a question about the shift is INTERESSE_VAGA for the
-    # learned detector (the corpus's definition), which counts as consent.
+    # Not consent: Julia had not asked about the contact.
     send(h, "wamid.cs1", "deixa eu ver minha agenda primeiro")
     settled(h, "wamid.cs1")
     tr = llm_calls(llm)[-1]["body"]["messages"][-1]["content"][0]
@@ -248,7 +250,8 @@ def test_reply_after_a_bridge_guarded_for_oferta(h):
     pay is not a followup claim): it is regenerated, not sent."""
     llm = ready(h)
     add_vaga(h)
-    in_mode(h, "oferta")
+    in_mode(h, "oferta", llm, "Quer que eu te passe o contato da "
+            "responsável pela vaga?")
     bad = ("Passei seu contato pro Dr. Paulo! O plantão paga R$ 1.500 e "
            "consigo negociar um valor maior pra você.")
     llm.script([{"tool_calls": [{"name": "criar_handoff_externo",

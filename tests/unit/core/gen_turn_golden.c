@@ -101,6 +101,11 @@ static const struct turn_case cases[] = {
 	  NULL },
 	{ "no consent: the bridge is refused", "oferta", NULL, 0,
 	  TURN_FLAG_ON, 0, MIN, { "achei caro esse" }, { 0 }, false, NULL },
+	{ "interest without being asked: still no consent", "oferta", NULL, 0,
+	  TURN_FLAG_ON, 0, MIN, { "e esse de sábado, como é?" }, { 0 }, false,
+	  NULL },
+	{ "yes to \"posso te passar o contato?\": consent", "oferta", NULL, 0,
+	  TURN_FLAG_ON, 0, MIN, { "sim, pode passar" }, { 0 }, false, NULL },
 	{ "flag off: no routing, every tool, no guard", "discovery", NULL, 0,
 	  TURN_FLAG_OFF, 0, MIN, { "quero vagas" }, { 0 }, true,
 	  "Seu plantão está confirmado!" },
@@ -108,6 +113,18 @@ static const struct turn_case cases[] = {
 	  NULL, 0, TURN_FLAG_SHADOW, 0, MIN, { "quero vagas" }, { 0 }, false,
 	  "Seu plantão está confirmado!" },
 };
+
+/* Julia's last message before a case's messages, when it matters. */
+static const char *
+julia_before(const char *name)
+{
+	if (strncmp(name, "interest without being asked", 28) == 0)
+		return "Achei um plantão noturno no sábado no Hospital Santa "
+		    "Lúcia.";
+	if (strncmp(name, "yes to", 6) == 0)
+		return "Quer que eu te passe o contato da responsável pela vaga?";
+	return NULL;
+}
 
 static void
 print_mask(const char *label, unsigned m, int n, const char *(*name)(int))
@@ -184,6 +201,7 @@ run(const struct ruleset *rs, const struct turn_case *c)
 	in.nmsgs = n;
 	in.now_ms = T0;
 	in.max_age_ms = DAY;
+	in.julia_before = julia_before(c->name);
 	if (turn_decide(rs, &in, &p) != 0) {
 		printf("%s: out of memory\n", c->name);
 		return;
@@ -193,6 +211,8 @@ run(const struct ruleset *rs, const struct turn_case *c)
 	    c->conv & C_HUMAN ? " human" : "", c->conv & C_OPTED_OUT ?
 	    " opted_out" : "", c->conv & C_COOLING ? " cooling_off" : "",
 	    c->conv & C_SERIOUS ? " serious_objection" : "");
+	if (in.julia_before != NULL)
+		printf("  julia    %s\n", in.julia_before);
 	for (i = 0; i < p.nmsgs; i++) {
 		printf("  msg %zu %-8s %s", i + 1, fates[p.msgs[i].fate],
 		    c->msgs[i]);
