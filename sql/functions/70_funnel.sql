@@ -55,8 +55,9 @@ LANGUAGE sql IMMUTABLE AS $$
 		AND (p_until IS NULL OR p_d <= p_until) END
 $$;
 
--- mg_funnel_metrics(since, until): the seed's four metrics for the days
--- since..until (NULL: unbounded), one 'total' period for the whole range
+-- mg_funnel_metrics(since, until): the seed's four metrics (five rows:
+-- time to bridge as median and average) for the days since..until, both
+-- dates inclusive (NULL: unbounded), one 'total' period for the whole range
 -- and one per day (YYYY-MM-DD), in long form: period, day (NULL for
 -- total), ord, metric, numerator, denominator, value, unit, target, met
 -- (NULL when there is nothing to measure). Definitions:
@@ -147,7 +148,8 @@ LANGUAGE sql STABLE AS $$
 	ORDER BY m.day NULLS FIRST, x.ord
 $$;
 
--- The four metrics overall ('total') and by day, each beside its target.
+-- The five metric rows overall ('total') and by day, each beside its
+-- target.
 CREATE OR REPLACE VIEW funnel_metrics AS
 	SELECT * FROM mg_funnel_metrics(NULL, NULL);
 

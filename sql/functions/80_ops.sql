@@ -23,10 +23,12 @@ $$;
 -- without calling the LLM), and AI replies still queued and not yet
 -- posted (state pending) are dropped. One audit row per conversation
 -- (step "control", decision "takeover", reason, details {by,
--- dropped_outbox, previous_control}). Returns the conversation ids
--- (empty: no such doctor).
-CREATE OR REPLACE FUNCTION mg_takeover(p_wa_id text, p_who text, p_reason text,
-    p_phone_number_id text DEFAULT NULL) RETURNS bigint[]
+-- dropped_outbox, previous_control}). A chat a human already holds is
+-- left as it is: nothing dropped, no audit row. Returns every
+-- conversation id of the doctor (empty: no such doctor); the caller tells
+-- the changed ones by their control before the call (modegate takeover).
+CREATE OR REPLACE FUNCTION mg_takeover(p_wa_id text, p_who text,
+    p_reason text, p_phone_number_id text DEFAULT NULL) RETURNS bigint[]
 LANGUAGE plpgsql AS $$
 DECLARE
 	c	conversations;
@@ -35,6 +37,8 @@ DECLARE
 BEGIN
 	FOR c IN SELECT * FROM mg_conversations_of(p_wa_id, p_phone_number_id)
 	    FOR UPDATE LOOP
+		ids := ids || c.id;
+		CONTINUE WHEN c.control = 'human';	-- already: nothing to do
 		UPDATE outbox SET state = 'dropped',
 		    error_detail = 'human takeover'
 		WHERE conversation_id = c.id AND state = 'pending'
@@ -49,7 +53,6 @@ BEGIN
 		VALUES (c.id, 'control', 'takeover', p_reason,
 		    jsonb_build_object('by', coalesce(p_who, session_user),
 			'dropped_outbox', n, 'previous_control', c.control));
-		ids := ids || c.id;
 	END LOOP;
 	RETURN ids;
 END $$;
@@ -62,7 +65,9 @@ END $$;
 -- = now (the prompt's history starts here). The mode, opt-out, cooling
 -- off and doctor_memory stay. Audited (step "control", decision
 -- "release", details {by, previous_control, cleared_pending,
--- cleared_serious_objection}). Returns the conversation ids.
+-- cleared_serious_objection}). A chat the AI already holds is left as it
+-- is: nothing reset, no audit row. Returns every conversation id of the
+-- doctor, as mg_takeover.
 CREATE OR REPLACE FUNCTION mg_release(p_wa_id text, p_who text,
     p_phone_number_id text DEFAULT NULL) RETURNS bigint[]
 LANGUAGE plpgsql AS $$
@@ -72,6 +77,8 @@ DECLARE
 BEGIN
 	FOR c IN SELECT * FROM mg_conversations_of(p_wa_id, p_phone_number_id)
 	    FOR UPDATE LOOP
+		ids := ids || c.id;
+		CONTINUE WHEN c.control = 'ai';		-- already: nothing to do
 		UPDATE conversations SET control = 'ai',
 		    control_updated_at = now(),
 		    control_updated_by = coalesce(p_who, session_user),
@@ -86,7 +93,6 @@ BEGIN
 			'cleared_pending', c.pending_transition,
 			'cleared_serious_objection',
 			    c.serious_objection_at IS NOT NULL));
-		ids := ids || c.id;
 	END LOOP;
 	RETURN ids;
 END $$;

@@ -1,4 +1,4 @@
--- funnel_by_week.sql -- The seed's four funnel metrics per ISO week
+-- funnel_by_week.sql -- The funnel's metrics per ISO week
 -- (Monday), with the same definitions as mg_funnel_metrics (sql/0005):
 -- bridge rate of the conversations first interested that week, conversion
 -- and time to bridge of the bridges made that week, follow-up rate of

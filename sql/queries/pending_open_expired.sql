@@ -1,7 +1,7 @@
 -- pending_open_expired.sql -- Conversations with a pending mode
 -- transition (waiting for the doctor to confirm), open or already past
--- its timeout (modegate.pending_timeout_minutes, default 30, as in
--- mode/transitions.json) but not yet cleared. An expired pending is
+-- its timeout (pending_timeout_minutes of mode/transitions.json, which
+-- migrate and serve record in rule_settings) but not yet cleared. An expired pending is
 -- cleared (audited router EXPIRED) by whichever comes first: the
 -- doctor's next message (the router) or the next follow-up sweep
 -- (mg_expire_pendings in sql/0007_followups.sql, every MODEGATE_SWEEP_S

@@ -3,12 +3,19 @@
  * declared once here: name, type, default, limits, secret, help.
  * SPDX-License-Identifier: MIT
  */
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <netdb.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <libpq-fe.h>
 
 #include "base/config.h"
 
@@ -16,7 +23,8 @@
 #define MG_RULES_DIR "."
 #endif
 
-enum cf_type { CF_STR, CF_INT, CF_ENUM, CF_URL, CF_HOSTPORT, CF_RATIO };
+enum cf_type { CF_STR, CF_INT, CF_ENUM, CF_URL, CF_HOSTPORT, CF_CONNINFO,
+    CF_RATIO };
 
 struct cf_entry {
 	const char	*name;
@@ -33,10 +41,11 @@ struct cf_entry {
 #define OFF(f) offsetof(struct config, f)
 
 static const struct cf_entry cf_table[] = {
-	{ "DATABASE_URL", CF_STR, 1, NULL, 0, 0, NULL, 1, OFF(database_url),
+	{ "DATABASE_URL", CF_CONNINFO, 1, NULL, 0, 0, NULL, 1, OFF(database_url),
 	  "libpq connection string or URI of the PostgreSQL database" },
 	{ "MODEGATE_LISTEN", CF_HOSTPORT, 0, "127.0.0.1:8080", 0, 0, NULL, 0,
-	  OFF(listen), "address:port the HTTP server listens on" },
+	  OFF(listen), "address:port the HTTP server listens on; an IPv6 "
+	  "address in brackets ([::1]:8080); port 0: any free port (logged)" },
 	{ "WHATSAPP_APP_SECRET", CF_STR, 1, NULL, 0, 0, NULL, 1,
 	  OFF(app_secret), "Meta app secret; keys the X-Hub-Signature-256 "
 	  "HMAC of every webhook" },
@@ -68,8 +77,9 @@ static const struct cf_entry cf_table[] = {
 	  "anthropic|openai|offline", 0, OFF(llm_provider),
 	  "LLM backend; offline is a deterministic built-in responder" },
 	{ "LLM_API_KEY", CF_STR, 0, "", 0, 0, NULL, 1, OFF(llm_api_key),
-	  "API key for the LLM provider (required unless offline)" },
-	{ "LLM_BASE_URL", CF_STR, 0, "", 0, 0, NULL, 0, OFF(llm_base_url),
+	  "API key for the LLM provider; required unless offline, or openai "
+	  "with an LLM_BASE_URL on this host (localhost, 127.0.0.1, [::1])" },
+	{ "LLM_BASE_URL", CF_URL, 0, "", 0, 0, NULL, 0, OFF(llm_base_url),
 	  "LLM endpoint base URL; empty: the provider's public API" },
 	{ "LLM_MODEL", CF_STR, 0, "claude-sonnet-4-5", 0, 0, NULL, 0,
 	  OFF(llm_model), "model name sent to the LLM provider" },
@@ -84,12 +94,14 @@ static const struct cf_entry cf_table[] = {
 	  OFF(llm_breaker_threshold), "consecutive LLM failures that open "
 	  "the circuit breaker (open 90 s, then one probe)" },
 	{ "MODEGATE_RULES_DIR", CF_STR, 0, MG_RULES_DIR, 0, 0, NULL, 0,
-	  OFF(rules_dir), "folder holding mode/ and policy/ rule files; "
+	  OFF(rules_dir), "folder holding the mode/ and policy/ rule files "
+	  "and the sql/ migrations; "
 	  "built in: $(PREFIX)/share/modegate of make install, else the "
 	  "source tree it was built in" },
 	{ "MODEGATE_LOG_LEVEL", CF_ENUM, 0, "info", 0, 0,
 	  "debug|info|warn|error", 0, OFF(log_level),
-	  "least severe level logged; message bodies only at debug" },
+	  "least severe level logged; message bodies, phone numbers and "
+	  "secrets are never logged, at any level" },
 	{ "MODEGATE_LOG_FORMAT", CF_ENUM, 0, "text", 0, 0, "text|json", 0,
 	  OFF(log_format), "log line format" },
 	{ "MODEGATE_DB_CONNECTIONS", CF_INT, 0, "2", 1, 64, NULL, 0,
@@ -185,29 +197,86 @@ cf_in_choices(const char *choices, const char *v)
 	}
 }
 
-/* Split "host:port" into cfg; returns -1 when malformed. */
-static int
+/*
+ * Split "host:port" or "[v6]:port" into cfg; NULL when it is fine, else
+ * what is wrong. The host must resolve as serve's bind will resolve it.
+ */
+static const char *
 cf_hostport(struct config *cfg, const char *v)
 {
-	const char	*colon = strrchr(v, ':');
+	struct addrinfo	 hints, *ai;
+	const char	*colon, *host = v, *hend;
 	char		*end;
 	long		 port;
 	size_t		 hlen;
 
-	if (colon == NULL || colon == v)
-		return -1;
-	hlen = (size_t)(colon - v);
-	if (hlen >= sizeof cfg->listen_host)
-		return -1;
+	if (*v == '[') {
+		host = v + 1;
+		if ((hend = strchr(host, ']')) == NULL || hend[1] != ':')
+			return "must be HOST:PORT or [IPV6]:PORT";
+		colon = hend + 1;
+	} else {
+		if ((colon = strrchr(v, ':')) == NULL)
+			return "must be HOST:PORT or [IPV6]:PORT";
+		hend = colon;
+		if (memchr(v, ':', (size_t)(colon - v)) != NULL)
+			return "an IPv6 address goes in brackets: [::1]:8080";
+	}
+	hlen = (size_t)(hend - host);
+	if (hlen == 0 || hlen >= sizeof cfg->listen_host)
+		return "must be HOST:PORT or [IPV6]:PORT with a host";
 	errno = 0;
 	port = strtol(colon + 1, &end, 10);
-	if (errno != 0 || *end != '\0' || end == colon + 1 || port < 0 ||
-	    port > 65535)
-		return -1;
-	memcpy(cfg->listen_host, v, hlen);
+	if (errno != 0 || *end != '\0' || end == colon + 1 ||
+	    !isdigit((unsigned char)colon[1]) || port < 0 || port > 65535)
+		return "the port must be a number from 0 to 65535";
+	memcpy(cfg->listen_host, host, hlen);
 	cfg->listen_host[hlen] = '\0';
 	cfg->listen_port = (int)port;
-	return 0;
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	if (getaddrinfo(cfg->listen_host, NULL, &hints, &ai) != 0)
+		return "the host is not an address of this machine or a name "
+		    "that resolves";
+	freeaddrinfo(ai);
+	return NULL;
+}
+
+/* A libpq connection string or URI libpq can parse; NULL or why not. */
+static const char *
+cf_conninfo(const char *v, char *why, size_t len)
+{
+	PQconninfoOption	*o;
+	char			*err = NULL, *p;
+
+	if ((o = PQconninfoParse(v, &err)) != NULL) {
+		PQconninfoFree(o);
+		return NULL;
+	}
+	snprintf(why, len, "libpq cannot parse it: %s", err != NULL ? err :
+	    "out of memory");
+	PQfreemem(err);
+	for (p = why; *p != '\0'; p++)	/* one line */
+		if (*p == '\n' || *p == '\t' || *p == '\r')
+			*p = ' ';
+	while (p > why && p[-1] == ' ')
+		*--p = '\0';
+	return why;
+}
+
+/* True when url's host is this machine (localhost, 127.x, [::1]). */
+static int
+cf_url_local(const char *url)
+{
+	const char	*h = strstr(url, "://");
+
+	if (h == NULL)
+		return 0;
+	h += 3;
+	return strncmp(h, "localhost", 9) == 0 && strchr(":/", h[9]) != NULL ?
+	    1 : strncmp(h, "127.", 4) == 0 || strncmp(h, "[::1]", 5) == 0;
 }
 
 /* Check and store one entry's value. */
@@ -215,16 +284,23 @@ static void
 cf_set(struct config *cfg, const struct cf_entry *e, const char *v,
     struct diag *d)
 {
-	char	*end, **sp = (char **)((char *)cfg + e->off);
-	long	 n;
-	double	 x;
+	char		*end, **sp = (char **)((char *)cfg + e->off);
+	const char	*why;
+	char		 buf[DIAG_LEN];
+	long		 n;
+	double		 x;
 
 	switch (e->type) {
 	case CF_INT:
+		/* Blanks around the number are tolerated, before and after
+		 * alike (env files often carry a trailing one). */
 		errno = 0;
 		n = strtol(v, &end, 10);
-		if (errno != 0 || *end != '\0' || end == v || n < e->min ||
-		    n > e->max) {
+		while (isspace((unsigned char)*end))
+			end++;
+		if (errno != 0 || *end != '\0' || end == v ||
+		    !isdigit((unsigned char)v[strspn(v, " \t")]) ||
+		    n < e->min || n > e->max) {
 			diag_add(d, e->name, "", "must be a whole number from "
 			    "%ld to %ld, got \"%s\"", e->min, e->max, v);
 			return;
@@ -250,17 +326,27 @@ cf_set(struct config *cfg, const struct cf_entry *e, const char *v,
 		}
 		break;
 	case CF_URL:
-		if (strncmp(v, "http://", 7) != 0 &&
-		    strncmp(v, "https://", 8) != 0) {
+		if (*v == '\0' && e->def != NULL && *e->def == '\0')
+			break;		/* optional: empty is the default */
+		if ((strncmp(v, "http://", 7) != 0 &&
+		    strncmp(v, "https://", 8) != 0) ||
+		    v[strcspn(v, ":") + 3] == '\0' ||
+		    strchr("/?#", v[strcspn(v, ":") + 3]) != NULL ||
+		    strpbrk(v, " \t\r\n") != NULL) {
 			diag_add(d, e->name, "", "must be an http:// or "
-			    "https:// URL");
+			    "https:// URL with a host, got \"%s\"", v);
 			return;
 		}
 		break;
 	case CF_HOSTPORT:
-		if (cf_hostport(cfg, v) == -1) {
-			diag_add(d, e->name, "", "must be HOST:PORT with a "
-			    "port from 0 to 65535, got \"%s\"", v);
+		if ((why = cf_hostport(cfg, v)) != NULL) {
+			diag_add(d, e->name, "", "%s, got \"%s\"", why, v);
+			return;
+		}
+		break;
+	case CF_CONNINFO:
+		if (cf_conninfo(v, buf, sizeof buf) != NULL) {
+			diag_add(d, e->name, "", "%s", buf);
 			return;
 		}
 		break;
@@ -297,9 +383,11 @@ config_load(struct config *cfg, struct diag *d)
 	if (cfg->llm_provider != NULL &&
 	    strcmp(cfg->llm_provider, "offline") != 0 &&
 	    (cfg->llm_api_key == NULL || cfg->llm_api_key[0] == '\0') &&
-	    (cfg->llm_base_url == NULL || cfg->llm_base_url[0] == '\0'))
+	    !(strcmp(cfg->llm_provider, "openai") == 0 &&
+	    cfg->llm_base_url != NULL && cf_url_local(cfg->llm_base_url)))
 		diag_add(d, "LLM_API_KEY", "", "is required when LLM_PROVIDER "
-		    "is %s and no LLM_BASE_URL points at a local server",
+		    "is %s (only an openai-compatible server on this host, "
+		    "LLM_BASE_URL=http://127.0.0.1:PORT/v1, may need none)",
 		    cfg->llm_provider);
 	if (cfg->wa_template_closed != NULL &&
 	    cfg->wa_template_closed[0] != '\0' &&
@@ -379,6 +467,9 @@ config_print_table(void)
 			break;
 		case CF_STR:
 			printf("text");
+			break;
+		case CF_CONNINFO:
+			printf("libpq URI or key=value");
 			break;
 		}
 		printf(" | %s | %s |\n", e->secret ? "yes" : "no", e->help);

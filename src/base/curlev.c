@@ -33,6 +33,7 @@ struct curlev_xfer {
 	size_t			 len, cap;
 	int			 overflow;
 	struct curlev_resp	 resp;
+	char			 errbuf[CURL_ERROR_SIZE];
 	struct timespec		 start;
 	curlev_post_cb		*done;
 	void			*arg;
@@ -240,6 +241,10 @@ curlev_finish(struct curlev_xfer *x, CURLcode code)
 	TAILQ_REMOVE(&cv->xfers, x, entry);
 	cv->n--;
 	x->resp.code = x->overflow ? CURLE_FILESIZE_EXCEEDED : code;
+	if (x->resp.code != CURLE_OK)
+		snprintf(x->resp.error, sizeof x->resp.error, "%s",
+		    x->errbuf[0] != '\0' && !x->overflow ? x->errbuf :
+		    curl_easy_strerror(x->resp.code));
 	x->resp.status = code == CURLE_OK ? status : 0;
 	x->resp.body = x->buf != NULL ? x->buf : "";
 	x->resp.len = x->len;
@@ -342,6 +347,7 @@ curlev_setopts(struct curlev_xfer *x, const char *url, const char *body,
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, curlev_header_fn);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 60L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 60L);

@@ -29,6 +29,8 @@ struct curlev_resp {
 	char		 retry_after_ms[32];
 	char		 should_retry[16];	/* x-should-retry */
 	char		 request_id[128];	/* request-id / x-request-id */
+	char		 error[256];	/* libcurl's words for a failed transfer
+					 * (CURLOPT_ERRORBUFFER), else "" */
 	long		 elapsed_ms;
 };
 

@@ -17,6 +17,10 @@ static const double metrics_bounds[METRICS_NBUCKETS] = {
 	2.5
 };
 
+static const char *const metrics_routes[METRICS_NROUTES] = {
+	"/webhook", "/healthz", "/readyz", "/metrics", "other"
+};
+
 const char *const metrics_states[METRICS_NSTATES] = {
 	"pending", "claimed", "done", "dead", "skipped"
 };
@@ -32,7 +36,7 @@ metrics_init(struct metrics *m)
 }
 
 void
-metrics_request(struct metrics *m, int code, double seconds)
+metrics_refused(struct metrics *m, int code)
 {
 	int	i;
 
@@ -40,12 +44,26 @@ metrics_request(struct metrics *m, int code, double seconds)
 		if (metrics_codes[i] == code)
 			break;
 	m->requests[i]++;
+}
+
+void
+metrics_observe(struct metrics *m, enum metrics_route r, double seconds)
+{
+	int	i;
+
 	for (i = 0; i < METRICS_NBUCKETS; i++)
 		if (seconds <= metrics_bounds[i])
 			break;
-	m->hist[i]++;
-	m->sum += seconds;
-	m->count++;
+	m->hist[r][i]++;
+	m->sum[r] += seconds;
+	m->count[r]++;
+}
+
+void
+metrics_request(struct metrics *m, int code, double seconds)
+{
+	metrics_refused(m, code);
+	metrics_observe(m, METRICS_WEBHOOK, seconds);
 }
 
 /* A counter or gauge with HELP and TYPE lines and one unlabelled value. */
@@ -62,10 +80,12 @@ metrics_render(const struct metrics *m, struct evbuffer *out, int db_up,
     int ready)
 {
 	uint64_t	cum = 0;
-	int		i;
+	int		i, r;
 
 	evbuffer_add_printf(out, "# HELP modegate_webhook_requests_total "
-	    "Requests to /webhook answered, by HTTP status code.\n"
+	    "Requests to /webhook answered, by HTTP status code; 413 and 400 "
+	    "also count requests refused before routing (body or headers too "
+	    "large, malformed).\n"
 	    "# TYPE modegate_webhook_requests_total counter\n");
 	for (i = 0; i < METRICS_NCODES; i++) {
 		if (metrics_codes[i] == 0)
@@ -78,19 +98,28 @@ metrics_render(const struct metrics *m, struct evbuffer *out, int db_up,
 			    (unsigned long long)m->requests[i]);
 	}
 	evbuffer_add_printf(out, "# HELP modegate_http_request_duration_seconds"
-	    " Time from a /webhook request read to its answer.\n"
+	    " Time from a request read to its answer, by route.\n"
 	    "# TYPE modegate_http_request_duration_seconds histogram\n");
-	for (i = 0; i < METRICS_NBUCKETS; i++) {
-		cum += m->hist[i];
-		evbuffer_add_printf(out, "modegate_http_request_duration_seconds"
-		    "_bucket{le=\"%g\"} %llu\n", metrics_bounds[i],
-		    (unsigned long long)cum);
+	for (r = 0; r < METRICS_NROUTES; r++) {
+		cum = 0;
+		for (i = 0; i < METRICS_NBUCKETS; i++) {
+			cum += m->hist[r][i];
+			evbuffer_add_printf(out,
+			    "modegate_http_request_duration_seconds_bucket"
+			    "{route=\"%s\",le=\"%g\"} %llu\n",
+			    metrics_routes[r], metrics_bounds[i],
+			    (unsigned long long)cum);
+		}
+		evbuffer_add_printf(out,
+		    "modegate_http_request_duration_seconds_bucket{route=\"%s\","
+		    "le=\"+Inf\"} %llu\n"
+		    "modegate_http_request_duration_seconds_sum{route=\"%s\"} "
+		    "%.6f\n"
+		    "modegate_http_request_duration_seconds_count{route=\"%s\"} "
+		    "%llu\n", metrics_routes[r], (unsigned long long)m->count[r],
+		    metrics_routes[r], m->sum[r], metrics_routes[r],
+		    (unsigned long long)m->count[r]);
 	}
-	evbuffer_add_printf(out, "modegate_http_request_duration_seconds_bucket"
-	    "{le=\"+Inf\"} %llu\nmodegate_http_request_duration_seconds_sum "
-	    "%.6f\nmodegate_http_request_duration_seconds_count %llu\n",
-	    (unsigned long long)m->count, m->sum,
-	    (unsigned long long)m->count);
 	evbuffer_add_printf(out, "# HELP modegate_inbox_rows Inbox rows by "
 	    "processing state (refreshed every few seconds).\n"
 	    "# TYPE modegate_inbox_rows gauge\n");
@@ -99,9 +128,7 @@ metrics_render(const struct metrics *m, struct evbuffer *out, int db_up,
 			evbuffer_add_printf(out, "modegate_inbox_rows{state=\"%s\"}"
 			    " %lld\n", metrics_states[i], (long long)m->inbox[i]);
 	metrics_one(out, "modegate_db_up", "gauge", "1 when at least one "
-	    "database connection is up.", db_up > 0);
-	metrics_one(out, "modegate_db_connections_up", "gauge", "Database "
-	    "connections up.", (unsigned long long)db_up);
+	    "webhook (ingest) database connection is up.", db_up > 0);
 	metrics_one(out, "modegate_ready", "gauge", "1 when /readyz answers "
 	    "200.", ready != 0);
 	metrics_one(out, "modegate_webhook_signature_failures_total", "counter",

@@ -13,11 +13,17 @@ struct evbuffer;
 #define METRICS_NBUCKETS	12
 #define METRICS_NSTATES		5	/* inbox states */
 
+/* The routes of the request duration histogram (label route). */
+enum metrics_route {
+	METRICS_WEBHOOK, METRICS_HEALTHZ, METRICS_READYZ, METRICS_METRICS,
+	METRICS_OTHER, METRICS_NROUTES
+};
+
 struct metrics {
 	uint64_t	requests[METRICS_NCODES];	/* /webhook by code */
-	uint64_t	hist[METRICS_NBUCKETS + 1];	/* last: +Inf only */
-	double		sum;
-	uint64_t	count;
+	uint64_t	hist[METRICS_NROUTES][METRICS_NBUCKETS + 1];
+	double		sum[METRICS_NROUTES];
+	uint64_t	count[METRICS_NROUTES];
 	uint64_t	sig_failures;
 	uint64_t	batches;
 	uint64_t	batch_rows;
@@ -32,6 +38,14 @@ void	metrics_init(struct metrics *);
 
 /* Count one /webhook answer with its latency in seconds. */
 void	metrics_request(struct metrics *, int code, double seconds);
+
+/* Count a request the HTTP layer refused before any route saw it (a body
+ * over 3 MiB: 413; request line and headers too large or malformed: 400),
+ * under modegate_webhook_requests_total{code}. */
+void	metrics_refused(struct metrics *, int code);
+
+/* One request of another route answered, in seconds. */
+void	metrics_observe(struct metrics *, enum metrics_route, double seconds);
 
 /* Append the exposition text to out. */
 void	metrics_render(const struct metrics *, struct evbuffer *out,

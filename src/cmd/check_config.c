@@ -8,35 +8,30 @@
 
 #include "cmd/cmd.h"
 #include "base/config.h"
-#include "rules/ruleset.h"
+#include "cmd/preflight.h"
 
 int
 cmd_check_config(int argc, char **argv)
 {
 	struct config	cfg;
-	struct ruleset	rs;
 	struct diag	d;
-	size_t		i;
+	int		rc;
 
 	if (argc > 1 && strcmp(argv[1], "--list") == 0) {
 		config_print_table();
 		return 0;
 	}
 	if (argc > 1) {
-		fprintf(stderr, "usage: modegate check-config [--list]\n");
+		fprintf(stderr, "check-config: unknown argument \"%s\"\n"
+		    "usage: modegate check-config [--list]\n", argv[1]);
 		return EX_USAGE_CODE;
 	}
+	/* The very checks serve makes before it starts (preflight.c). */
 	diag_init(&d);
-	if (config_load(&cfg, &d) == -1 && d.n == 0)
-		return EX_CONFIG_CODE;
-	if (cfg.rules_dir != NULL && ruleset_load(&rs, cfg.rules_dir, &d) == 0)
-		ruleset_free(&rs);
-	for (i = 0; i < d.n; i++)
-		fprintf(stderr, "%s\n", d.msg[i]);
-	if (d.dropped > 0)
-		fprintf(stderr, "... and %zu more problems\n", d.dropped);
+	rc = preflight(&cfg, NULL, &d);
+	preflight_print(&d);
 	config_free(&cfg);
-	if (d.n > 0)
+	if (rc == -1)
 		return EX_CONFIG_CODE;
 	printf("configuration OK\n");
 	return 0;

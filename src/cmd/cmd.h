@@ -8,11 +8,15 @@
 
 #define EX_USAGE_CODE	64
 
+/* The version of bin/modegate (modegate --version, serve's first line). */
+#define MG_VERSION	"0.17.0"
+
 struct cmd_entry {
 	const char	*name;
 	int		(*exec)(int argc, char **argv);
 	const char	*usage;
 	const char	*help;
+	const char	*options;	/* each option and what it means */
 };
 
 int	cmd_check_config(int, char **);

@@ -57,7 +57,33 @@ explain_number(const char *s, long min, long max)
 	return *s != '\0' && *end == '\0' && v >= min && v <= max ? v : -1;
 }
 
-/* Parse argv into ex; returns 0 or prints usage and returns -1. */
+/* A mode from an option's argument, or -1 after saying why. */
+static int
+explain_mode(const char *opt, const char *v)
+{
+	int	m;
+
+	if ((m = mode_from_name(v)) == -1)
+		fprintf(stderr, "explain: %s \"%s\": unknown mode (discovery, "
+		    "oferta, followup or reativacao)\n", opt, v);
+	return m;
+}
+
+/* A whole number in [min, max] from an option's argument, or -1 after
+ * saying why. */
+static long
+explain_count(const char *opt, const char *v, long max, const char *unit)
+{
+	long	n;
+
+	if ((n = explain_number(v, 0, max)) == -1)
+		fprintf(stderr, "explain: %s \"%s\": must be a whole number of "
+		    "%s from 0 to %ld\n", opt, v, unit, max);
+	return n;
+}
+
+/* Parse argv into ex; returns 0, or -1 after naming the bad argument
+ * and printing the usage. */
 static int
 explain_args(int argc, char **argv, struct explain *ex)
 {
@@ -72,18 +98,19 @@ explain_args(int argc, char **argv, struct explain *ex)
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int	c, mode = -1, pending = -1, bad = 0;
+	int	c, i, mode = -1, pending = -1, bad = 0;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c == 'm' && (mode = mode_from_name(optarg)) == -1)
+		if (c == 'm' && (mode = explain_mode("--mode", optarg)) == -1)
 			bad = 1;
-		else if (c == 'p' && (pending = mode_from_name(optarg)) == -1)
+		else if (c == 'p' &&
+		    (pending = explain_mode("--pending", optarg)) == -1)
 			bad = 1;
-		else if (c == 'a' && (ex->pending_age_min =
-		    explain_number(optarg, 0, 525600)) == -1)
+		else if (c == 'a' && (ex->pending_age_min = explain_count(
+		    "--pending-age", optarg, 525600, "minutes")) == -1)
 			bad = 1;
-		else if (c == 'i' && (ex->inactive_days =
-		    explain_number(optarg, 0, 36500)) == -1)
+		else if (c == 'i' && (ex->inactive_days = explain_count(
+		    "--inactive-days", optarg, 36500, "days")) == -1)
 			bad = 1;
 		else if (c == 'j')
 			ex->json = 1;
@@ -94,13 +121,34 @@ explain_args(int argc, char **argv, struct explain *ex)
 		else if (c == 'b')
 			ex->objection = optarg;
 		else if (c == '?')
-			bad = 1;
+			bad = 1;	/* getopt said which */
 	}
-	if (bad || mode == -1 || optind != argc - 1 || pending == mode) {
+	if (!bad && mode == -1) {
+		fprintf(stderr, "explain: --mode MODE is required\n");
+		bad = 1;
+	}
+	if (!bad && pending != -1 && pending == mode) {
+		fprintf(stderr, "explain: --pending %s: the pending transition "
+		    "must lead to another mode than --mode\n", mode_name(mode));
+		bad = 1;
+	}
+	if (!bad && optind == argc) {
+		fprintf(stderr, "explain: MESSAGE missing\n");
+		bad = 1;
+	} else if (!bad && optind < argc - 1) {
+		fprintf(stderr, "explain: one MESSAGE expected, got %d "
+		    "arguments (", argc - optind);
+		for (i = optind; i < argc; i++)
+			fprintf(stderr, "%s\"%s\"", i > optind ? " " : "",
+			    argv[i]);
+		fprintf(stderr, "): quote the message\n");
+		bad = 1;
+	}
+	if (bad) {
 		fprintf(stderr, "usage: modegate explain --mode MODE [--pending "
 		    "MODE --pending-age MINUTES] [--inactive-days DAYS] "
 		    "[--opted-out] [--cooling-off] [--objection TEXT] [--json] "
-		    "MESSAGE\n");
+		    "MESSAGE\n(modegate explain --help explains each)\n");
 		return -1;
 	}
 	ex->message = argv[optind];

@@ -99,6 +99,11 @@ flag_set_parse(int argc, char **argv, const char **p)
 		    p[1]);
 		return EX_USAGE_CODE;
 	}
+	/* on and shadow mean every conversation unless --percent says
+	 * otherwise: an old rollout's percent is never kept silently. off
+	 * keeps it (it has no effect while off). */
+	if (p[2] == NULL && strcmp(p[1], "off") != 0)
+		p[2] = "100";
 	return 0;
 }
 

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <json-c/json.h>
+
 #include "cmd/cmd.h"
 #include "base/config.h"
 #include "db/pool.h"
@@ -16,6 +18,44 @@
 #ifndef MG_RULES_DIR
 #define MG_RULES_DIR "."
 #endif
+
+/*
+ * The rule files' values SQL reads (rule_settings, sql/0010): the
+ * router's pending timeout of mode/transitions.json. 0 or -1 with err.
+ */
+static int
+migrate_rule_settings(PGconn *pg, const char *dir, char *err, size_t len)
+{
+	json_object	*o, *v;
+	PGresult	*res;
+	char		 path[4096], min[16];
+	const char	*p[1] = { min };
+	int		 ok;
+
+	snprintf(path, sizeof path, "%s/mode/transitions.json", dir);
+	if ((o = json_object_from_file(path)) == NULL) {
+		snprintf(err, len, "%.900s: cannot read (modegate check-config "
+		    "says why)", path);
+		return -1;
+	}
+	ok = json_object_object_get_ex(o, "pending_timeout_minutes", &v) &&
+	    json_object_is_type(v, json_type_int) && json_object_get_int(v) > 0;
+	if (ok)
+		snprintf(min, sizeof min, "%d", json_object_get_int(v));
+	json_object_put(o);
+	if (!ok)
+		return 0;	/* the router's default stands */
+	res = PQexecParams(pg, "SELECT mg_rule_setting_set("
+	    "'pending_timeout_minutes', $1, 'mode/transitions.json')", 1, NULL,
+	    p, NULL, NULL, 0);
+	ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+	if (!ok)
+		snprintf(err, len, "rule_settings: %s", PQresultErrorField(res,
+		    PG_DIAG_MESSAGE_PRIMARY) != NULL ? PQresultErrorField(res,
+		    PG_DIAG_MESSAGE_PRIMARY) : "error");
+	PQclear(res);
+	return ok ? 0 : -1;
+}
 
 int
 cmd_migrate(int argc, char **argv)
@@ -41,6 +81,9 @@ cmd_migrate(int argc, char **argv)
 		return 1;
 	}
 	rc = migrate_run(pg, sqldir, &applied, &functions, err, sizeof err);
+	if (rc == 0)
+		rc = migrate_rule_settings(pg, dir != NULL && *dir != '\0' ?
+		    dir : MG_RULES_DIR, err, sizeof err);
 	PQfinish(pg);
 	if (rc == -1) {
 		fprintf(stderr, "migrate: %s\n", err);

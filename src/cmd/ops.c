@@ -35,46 +35,63 @@ struct ops_verb {
 	int		 with_mode;	/* takes MODE after WA_ID */
 	int		 with_reason;
 	int		 with_days;	/* --days N | --clear */
-	const char	*sql;		/* returns the conversation ids */
+	const char	*sql;		/* returns each conversation's id and
+					 * whether the call changed it */
 	const char	*params;	/* sql's $1, $2...: w wa_id, m mode,
 					 * r reason, b by, n phone_number_id,
 					 * d days */
 	const char	*done;		/* "...: N conversation(s) %s" */
+	const char	*already;	/* the same for those left as they were */
 };
+
+/*
+ * takeover and release change nothing on a chat already in the state
+ * asked for (sql/0010). Which ones those were is read in the same
+ * statement: mg_conversations_of runs with the statement's snapshot, from
+ * before the call's changes.
+ */
+#define OPS_CHANGED(call, control, pn) \
+	"WITH b AS MATERIALIZED (SELECT id, control FROM " \
+	"mg_conversations_of($1, " pn ")), r AS MATERIALIZED (SELECT " call \
+	" AS ids) SELECT b.id, b.control <> '" control "' FROM b, r " \
+	"WHERE b.id = ANY (r.ids) ORDER BY b.id"
 
 static const struct ops_verb ops_verbs[] = {
 	{ "takeover", "usage: modegate takeover WA_ID [--by WHO] "
 	  "[--reason TEXT] [--phone-number-id ID]\n", 0, 1, 0,
-	  "SELECT unnest(mg_takeover($1, $2, $3, $4))", "wbrn",
-	  "now under human control (the AI stays silent)" },
+	  OPS_CHANGED("mg_takeover($1, $2, $3, $4)", "human", "$4"), "wbrn",
+	  "now under human control (the AI stays silent)",
+	  "already under human control: nothing changed" },
 	{ "release", "usage: modegate release WA_ID [--by WHO] "
 	  "[--phone-number-id ID]\n", 0, 0, 0,
-	  "SELECT unnest(mg_release($1, $2, $3))", "wbn",
+	  OPS_CHANGED("mg_release($1, $2, $3)", "ai", "$3"), "wbn",
 	  "back under AI control (pending transition cleared, history "
-	  "restarts now)" },
+	  "restarts now)",
+	  "already under AI control: nothing changed (history, pending "
+	  "transition and serious objection left as they were)" },
 	{ "set-mode", "usage: modegate set-mode WA_ID MODE [--reason TEXT] "
 	  "[--by WHO] [--phone-number-id ID]\n"
 	  "MODE: discovery, oferta, followup or reativacao\n", 1, 1, 0,
-	  "SELECT unnest(mg_set_mode($1, $2, $3, $4, $5))", "wmrbn",
-	  "set by hand (mode_source manual)" },
+	  "SELECT unnest(mg_set_mode($1, $2, $3, $4, $5)), true", "wmrbn",
+	  "set by hand (mode_source manual)", "" },
 	{ "opt-out", "usage: modegate opt-out WA_ID [--by WHO] "
 	  "[--phone-number-id ID]\n"
 	  "Records that the doctor asked not to be messaged (nothing is "
 	  "sent).\n", 0, 0, 0,
-	  "SELECT unnest(mg_opt_out($1, $2, $3))", "wbn",
-	  "opted out: no message goes to the doctor until opt-in" },
+	  "SELECT unnest(mg_opt_out($1, $2, $3)), true", "wbn",
+	  "opted out: no message goes to the doctor until opt-in", "" },
 	{ "opt-in", "usage: modegate opt-in WA_ID [--by WHO] "
 	  "[--phone-number-id ID]\n"
 	  "Clears the doctor's opt-out (the doctor asked to come back).\n",
-	  0, 0, 0, "SELECT unnest(mg_opt_in($1, $2, $3))", "wbn",
-	  "opted in again" },
+	  0, 0, 0, "SELECT unnest(mg_opt_in($1, $2, $3)), true", "wbn",
+	  "opted in again", "" },
 	{ "cooling-off", "usage: modegate cooling-off WA_ID (--days N | "
 	  "--clear) [--by WHO] [--phone-number-id ID]\n"
 	  "--days N: nothing proactive (follow-ups, campaigns) for N days "
 	  "(1-3650) from now; inbound\nmessages are still answered, offering "
 	  "no shift unless asked. --clear: ends it.\n", 0, 0, 1,
-	  "SELECT unnest(mg_cooling_off($1, $2::int, $3, $4))", "wdbn",
-	  "cooling-off set (see audit_log step cooling_off)" },
+	  "SELECT unnest(mg_cooling_off($1, $2::int, $3, $4)), true", "wdbn",
+	  "cooling-off set (see audit_log step cooling_off)", "" },
 };
 
 /* Parse WA_ID [MODE] and the options; 0 or EX_USAGE_CODE. */
@@ -151,6 +168,27 @@ ops_param(const struct ops_args *a, char letter)
 	}
 }
 
+/* Say which conversations of res were changed (changed = 1) or left as
+ * they were (0): "verb: N conversation(s) (id a, b) what". */
+static void
+ops_report(const struct ops_verb *v, PGresult *res, int changed,
+    const char *what)
+{
+	int	i, n = 0;
+
+	for (i = 0; i < PQntuples(res); i++)
+		if ((strcmp(PQgetvalue(res, i, 1), "t") == 0) == changed)
+			n++;
+	if (n == 0)
+		return;
+	printf("%s: %d conversation%s (id", v->name, n, n == 1 ? "" : "s");
+	for (i = 0, n = 0; i < PQntuples(res); i++)
+		if ((strcmp(PQgetvalue(res, i, 1), "t") == 0) == changed)
+			printf("%s%s", n++ > 0 ? ", " : " ",
+			    PQgetvalue(res, i, 0));
+	printf(") %s\n", what);
+}
+
 /* Run one verb on the conversations of a->wa_id. */
 static int
 ops_run(const struct ops_verb *v, const struct ops_args *a)
@@ -158,7 +196,7 @@ ops_run(const struct ops_verb *v, const struct ops_args *a)
 	const char	*p[5];
 	PGconn		*pg;
 	PGresult	*res;
-	int		 rc = 0, i, n;
+	int		 rc = 0, n;
 
 	for (n = 0; v->params[n] != '\0' && n < 5; n++)
 		p[n] = ops_param(a, v->params[n]);
@@ -173,11 +211,8 @@ ops_run(const struct ops_verb *v, const struct ops_args *a)
 		    a->phone_number_id : "");
 		rc = 1;
 	} else {
-		printf("%s: %d conversation%s (id", v->name, n,
-		    n == 1 ? "" : "s");
-		for (i = 0; i < n; i++)
-			printf("%s%s", i > 0 ? ", " : " ", PQgetvalue(res, i, 0));
-		printf(") %s\n", v->done);
+		ops_report(v, res, 1, v->done);
+		ops_report(v, res, 0, v->already);
 	}
 	PQclear(res);
 done:

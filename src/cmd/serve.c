@@ -10,14 +10,14 @@
 
 #include <curl/curl.h>
 #include <event2/event.h>
+#include <libpq-fe.h>
 
 #include "cmd/cmd.h"
 #include "base/config.h"
 #include "send/followup.h"
 #include "http/ingest.h"
 #include "base/log.h"
-#include "rules/ruleset.h"
-#include "db/migrate.h"
+#include "cmd/preflight.h"
 #include "send/sender.h"
 #include "http/server.h"
 #include "turn/worker.h"
@@ -104,32 +104,18 @@ serve_event_log(int severity, const char *msg)
 	}
 }
 
-/* Load the configuration and the newest migration number; 0 or exit code. */
+/* Load the configuration and the newest migration number; 0 or exit code.
+ * The checks are check-config's (preflight.c): what one accepts the
+ * other starts with. */
 static int
 serve_config(struct config *cfg, int *latest)
 {
 	struct diag	d;
-	struct ruleset	rs;
-	char		sqldir[4096], err[512];
-	size_t		i;
 	int		lvl;
 
 	diag_init(&d);
-	if (config_load(cfg, &d) == 0) {
-		snprintf(sqldir, sizeof sqldir, "%s/sql", cfg->rules_dir);
-		if (migrate_latest(sqldir, latest, err, sizeof err) == -1)
-			diag_add(&d, "MODEGATE_RULES_DIR", "", "%s", err);
-		/* Bad rules refuse the start, as in check-config; the worker
-		 * loads its own copy. */
-		if (ruleset_load(&rs, cfg->rules_dir, &d) == 0)
-			ruleset_free(&rs);
-	}
-	if (d.n > 0 || d.dropped > 0) {
-		for (i = 0; i < d.n; i++)
-			fprintf(stderr, "%s\n", d.msg[i]);
-		if (d.dropped > 0)
-			fprintf(stderr, "... and %zu more problems\n",
-			    d.dropped);
+	if (preflight(cfg, latest, &d) == -1) {
+		preflight_print(&d);
 		fprintf(stderr, "serve: refusing to start\n");
 		return EX_CONFIG_CODE;
 	}
@@ -137,6 +123,8 @@ serve_config(struct config *cfg, int *latest)
 	log_init(lvl < 0 ? LOG_INFO : (enum log_level)lvl,
 	    strcmp(cfg->log_format, "json") == 0);
 	event_set_log_callback(serve_event_log);
+	log_info("serve: modegate %s starting (libevent %s, libpq %d)",
+	    MG_VERSION, event_get_version(), PQlibVersion());
 	return 0;
 }
 

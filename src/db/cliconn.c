@@ -18,9 +18,10 @@
 PGconn *
 opsdb_connect(const char *cmd, int *rc)
 {
-	const char	*url = getenv("DATABASE_URL");
-	char		 err[1024];
-	PGconn		*pg;
+	const char		*url = getenv("DATABASE_URL");
+	char			 err[1024], *perr = NULL;
+	PGconn			*pg;
+	PQconninfoOption	*o;
 
 	if (url == NULL || *url == '\0') {
 		fprintf(stderr, "%s: DATABASE_URL: is required but not set\n",
@@ -28,6 +29,14 @@ opsdb_connect(const char *cmd, int *rc)
 		*rc = EX_CONFIG_CODE;
 		return NULL;
 	}
+	if ((o = PQconninfoParse(url, &perr)) == NULL) {
+		fprintf(stderr, "%s: DATABASE_URL: libpq cannot parse it: %s",
+		    cmd, perr != NULL ? perr : "out of memory\n");
+		PQfreemem(perr);
+		*rc = EX_CONFIG_CODE;
+		return NULL;
+	}
+	PQconninfoFree(o);
 	if ((pg = db_connect(url, err, sizeof err)) == NULL) {
 		fprintf(stderr, "%s: cannot connect: %s\n", cmd, err);
 		*rc = 1;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -15,6 +16,7 @@
 
 #define DB_BACKOFF_MIN_MS	100
 #define DB_BACKOFF_MAX_MS	5000
+#define DB_SUMMARY_S		30	/* "still down" at most this often */
 
 enum dbc_state { DBC_DOWN, DBC_CONNECTING, DBC_IDLE, DBC_BUSY };
 
@@ -34,6 +36,7 @@ struct db_conn {
 	int		 prepping;	/* preparing the pool's statement */
 	int		 ready_note;	/* prepared: announce it once */
 	int		 unprepared;	/* preparing failed: send the text */
+	int		 was_up;	/* has been up since it last failed */
 };
 
 struct db_pool {
@@ -45,23 +48,55 @@ struct db_pool {
 	const char		*prep_sql;
 	db_idle_cb		 on_idle;
 	void			*arg;
+	char			 name[16];	/* in the log: "db: NAME ..." */
+	/* An outage is logged when it starts, every DB_SUMMARY_S while it
+	 * lasts, and when every connection is back: not every retry. */
+	int			 outage;
+	double			 outage_at, summary_at;
+	unsigned long		 failures;
+	struct db_pool		*next;		/* db_pools */
 };
+
+static struct db_pool	*db_pools;	/* every pool of the process */
 
 static void	db_conn_start(struct db_conn *);
 static void	db_io_cb(evutil_socket_t, short, void *);
 static int	db_send_any(struct db_conn *, const char *, const char *,
 		    int, const char *const *, db_result_cb, void *);
 
-/* Copy libpq's (possibly multi-line) message into buf as one line. */
+/* Copy libpq's (possibly multi-line, tab-indented) message into buf as
+ * one line: each run of newlines, tabs and spaces becomes one space. */
 static void
 db_errcpy(char *buf, size_t len, const char *msg)
 {
-	char	*p;
+	const char	*s;
+	size_t		 n = 0;
+	int		 blank = 0;
 
-	snprintf(buf, len, "%s", msg != NULL && *msg ? msg : "unknown error");
-	for (p = buf; *p != '\0'; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = (p[1] == '\0') ? '\0' : ' ';
+	if (msg == NULL || *msg == '\0')
+		msg = "unknown error";
+	for (s = msg; *s != '\0' && n + 1 < len; s++) {
+		if (*s == '\n' || *s == '\r' || *s == '\t' || *s == ' ') {
+			blank = n > 0;
+			continue;
+		}
+		if (blank && n + 2 < len)
+			buf[n++] = ' ';
+		blank = 0;
+		buf[n++] = *s;
+	}
+	if (len > 0)
+		buf[n] = '\0';
+}
+
+/* Monotonic seconds. */
+static double
+db_now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /*
@@ -71,10 +106,12 @@ db_errcpy(char *buf, size_t len, const char *msg)
 static void
 db_notice(void *arg, const PGresult *res)
 {
-	const char	*sev, *msg;
+	const char	*sev;
+
+	char		 msg[1024];
 
 	sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
-	msg = PQresultErrorMessage(res);
+	db_errcpy(msg, sizeof msg, PQresultErrorMessage(res));
 	if (sev == NULL)
 		sev = "";
 	if (strcmp(sev, "WARNING") == 0)
@@ -147,6 +184,58 @@ db_notify(struct db_conn *c)
 		c->pool->on_idle(c->pool, c->pool->arg);
 }
 
+/* Count the pool's connections up (idle or busy). */
+static int
+db_count_up(const struct db_pool *p)
+{
+	int	i, up = 0;
+
+	for (i = 0; i < p->n; i++)
+		if (p->conns[i].state == DBC_IDLE ||
+		    p->conns[i].state == DBC_BUSY)
+			up++;
+	return up;
+}
+
+/*
+ * A connection failed (c->state still says what it was): a warning when
+ * one that was up is lost or the pool's outage starts, a summary every
+ * DB_SUMMARY_S while it lasts; each retry only at debug.
+ */
+static void
+db_log_down(struct db_conn *c, const char *msg)
+{
+	struct db_pool	*p = c->pool;
+	double		 now = db_now();
+	int		 was_up;
+
+	p->failures++;
+	was_up = c->was_up;
+	c->was_up = 0;
+	if (!p->outage)
+		log_warnx("db: %s connection %d %s: %s (reconnecting; a summary "
+		    "every %d s until the pool is whole again)", p->name,
+		    c->idx, was_up ? "lost" : "down", msg, DB_SUMMARY_S);
+	else if (now - p->summary_at >= DB_SUMMARY_S)
+		log_warnx("db: %s still down: %d of %d connections up after "
+		    "%.0f s, %lu failed attempts; last: %s", p->name,
+		    db_count_up(p) - (c->state == DBC_IDLE ||
+		    c->state == DBC_BUSY), p->n, now - p->outage_at,
+		    p->failures, msg);
+	else {
+		log_debug("db: %s connection %d down: %s (attempt %lu, retry "
+		    "in %d ms)", p->name, c->idx, msg, p->failures,
+		    c->backoff_ms);
+		return;
+	}
+	if (!p->outage) {
+		p->outage = 1;
+		p->outage_at = now;
+		p->failures = 1;
+	}
+	p->summary_at = now;
+}
+
 /* Drop the connection, fail its query if any, and retry after backoff. */
 static void
 db_conn_fail(struct db_conn *c, const char *why)
@@ -157,8 +246,7 @@ db_conn_fail(struct db_conn *c, const char *why)
 	char		 msg[256];
 
 	db_errcpy(msg, sizeof msg, why);
-	log_warnx("db: connection %d down: %s (retry in %d ms)", c->idx, msg,
-	    c->backoff_ms);
+	db_log_down(c, msg);
 	if (c->ev != NULL)
 		event_free(c->ev);
 	c->ev = NULL;
@@ -216,8 +304,22 @@ db_conn_start(struct db_conn *c)
 static void
 db_up(struct db_conn *c)
 {
-	log_info("db: connection %d up", c->idx);
+	struct db_pool	*p = c->pool;
+
+	/* In an outage one line says when the pool is whole again. */
+	if (p->outage)
+		log_debug("db: %s connection %d up", p->name, c->idx);
+	else
+		log_info("db: %s connection %d up", p->name, c->idx);
+	c->was_up = 1;
 	c->backoff_ms = DB_BACKOFF_MIN_MS;
+	if (p->outage && db_count_up(p) == p->n) {
+		log_info("db: %s: all %d connections up again after %.0f s "
+		    "(%lu failed attempts)", p->name, p->n,
+		    db_now() - p->outage_at, p->failures);
+		p->outage = 0;
+		p->failures = 0;
+	}
 	db_notify(c);
 }
 
@@ -226,19 +328,23 @@ static void
 db_prepared(PGresult *res, const char *err, void *arg)
 {
 	struct db_conn	*c = arg;
+	char		 msg[512];
 
 	c->prepping = 0;
 	if (res == NULL)
 		return;		/* the connection failed and retries */
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		/* E.g. not migrated yet: run it unprepared on this one. */
-		log_warnx("db: connection %d: cannot prepare %s: %s", c->idx,
-		    c->pool->prep_name, PQresultErrorMessage(res));
+		db_errcpy(msg, sizeof msg, PQresultErrorField(res,
+		    PG_DIAG_MESSAGE_PRIMARY) != NULL ? PQresultErrorField(res,
+		    PG_DIAG_MESSAGE_PRIMARY) : PQresultErrorMessage(res));
+		log_warnx("db: %s connection %d: cannot prepare %s: %s",
+		    c->pool->name, c->idx, c->pool->prep_name, msg);
 		c->unprepared = 1;
 	}
 	else
-		log_debug("db: connection %d prepared %s", c->idx,
-		    c->pool->prep_name);
+		log_debug("db: %s connection %d prepared %s", c->pool->name,
+		    c->idx, c->pool->prep_name);
 	c->ready_note = 1;
 }
 
@@ -350,8 +456,8 @@ db_io_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 struct db_pool *
-db_pool_new(struct event_base *base, const char *conninfo, int n,
-    const char *prep_name, const char *prep_sql, db_idle_cb on_idle,
+db_pool_new(struct event_base *base, const char *name, const char *conninfo,
+    int n, const char *prep_name, const char *prep_sql, db_idle_cb on_idle,
     void *arg)
 {
 	struct db_pool	*p;
@@ -359,6 +465,9 @@ db_pool_new(struct event_base *base, const char *conninfo, int n,
 
 	if ((p = calloc(1, sizeof *p)) == NULL)
 		return NULL;
+	snprintf(p->name, sizeof p->name, "%s", name);
+	p->next = db_pools;
+	db_pools = p;
 	p->base = base;
 	p->n = n;
 	p->on_idle = on_idle;
@@ -398,8 +507,15 @@ db_pool_free(struct db_pool *p)
 	struct db_conn	*c;
 	int		 i;
 
+	struct db_pool	**pp;
+
 	if (p == NULL)
 		return;
+	for (pp = &db_pools; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
 	for (i = 0; p->conns != NULL && i < p->n; i++) {
 		c = &p->conns[i];
 		if (c->ev != NULL)
@@ -429,13 +545,17 @@ db_pool_idle(struct db_pool *p)
 int
 db_pool_up(const struct db_pool *p)
 {
-	int	i, up = 0;
+	return db_count_up(p);
+}
 
-	for (i = 0; i < p->n; i++)
-		if (p->conns[i].state == DBC_IDLE ||
-		    p->conns[i].state == DBC_BUSY)
-			up++;
-	return up;
+void
+db_pools_each(void (*fn)(const char *name, int up, int n, void *arg),
+    void *arg)
+{
+	const struct db_pool	*p;
+
+	for (p = db_pools; p != NULL; p = p->next)
+		fn(p->name, db_count_up(p), p->n, arg);
 }
 
 int

@@ -43,9 +43,14 @@ typedef void (*db_idle_cb)(struct db_pool *, void *arg);
  * prep_name (both borrowed for the pool's life) on every connection
  * before it is used. Returns NULL on allocation failure.
  */
-struct db_pool	*db_pool_new(struct event_base *, const char *conninfo,
-		    int n, const char *prep_name, const char *prep_sql,
-		    db_idle_cb, void *arg);
+struct db_pool	*db_pool_new(struct event_base *, const char *name,
+		    const char *conninfo, int n, const char *prep_name,
+		    const char *prep_sql, db_idle_cb, void *arg);
+
+/* Call fn for every pool of the process: its name (the one in the log),
+ * connections up, connections in all. */
+void		 db_pools_each(void (*fn)(const char *name, int up, int n,
+		    void *arg), void *arg);
 void		 db_pool_free(struct db_pool *);
 
 /* An idle connection, or NULL when all are busy or down. */

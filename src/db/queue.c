@@ -119,7 +119,8 @@ dbq_idle_cb(struct db_pool *pool, void *arg)
 }
 
 struct dbq *
-dbq_new(struct event_base *base, const char *conninfo, int n)
+dbq_new(struct event_base *base, const char *name, const char *conninfo,
+    int n)
 {
 	struct dbq	*q;
 
@@ -130,7 +131,8 @@ dbq_new(struct event_base *base, const char *conninfo, int n)
 	TAILQ_INIT(&q->failed);
 	TAILQ_INIT(&q->busy);
 	q->fail_ev = event_new(base, -1, 0, dbq_fail_cb, q);
-	q->pool = db_pool_new(base, conninfo, n, NULL, NULL, dbq_idle_cb, q);
+	q->pool = db_pool_new(base, name, conninfo, n, NULL, NULL, dbq_idle_cb,
+	    q);
 	if (q->fail_ev == NULL || q->pool == NULL) {
 		dbq_free(q);
 		return NULL;

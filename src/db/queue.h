@@ -12,7 +12,8 @@ struct dbq;
 
 /* Open a pool of n connections to conninfo for queued queries. Returns
  * NULL on allocation failure. */
-struct dbq	*dbq_new(struct event_base *, const char *conninfo, int n);
+struct dbq	*dbq_new(struct event_base *, const char *name,
+		    const char *conninfo, int n);
 
 /* Free the pool; queued queries are dropped without their callbacks. */
 void		 dbq_free(struct dbq *);

@@ -16,9 +16,13 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <event2/buffer.h>
@@ -39,6 +43,8 @@ struct httpconn {
 	struct bufferevent	*bev;		/* one reference is ours */
 	struct event		*deadline;
 	int			 watched;	/* closecb set on its evcon */
+	int			 routed;	/* a route saw the request being
+						 * answered */
 	TAILQ_ENTRY(httpconn)	 entry;
 };
 
@@ -54,6 +60,8 @@ struct httpconns {
 	time_t				 logged; /* last "at the cap" line */
 	uint64_t			 expired; /* shut by the deadline */
 	uint64_t			 pauses;  /* times the cap was hit */
+	httpconns_refused_cb		 refused;
+	void				*refused_arg;
 	TAILQ_HEAD(, httpconn)		 conns;
 };
 
@@ -184,15 +192,66 @@ httpconn_closecb(struct evhttp_connection *evcon, void *arg)
 		httpconns_resume(o);
 }
 
-/* An answer is being written: the next request has the full deadline. */
+/* The peer of hc's socket as "ip:port" into buf. */
+static void
+httpconn_peer(struct httpconn *hc, char *buf, size_t len)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 sl = sizeof ss;
+	char			 host[INET6_ADDRSTRLEN] = "?";
+	int			 port = 0;
+
+	snprintf(buf, len, "?");
+	if (getpeername(bufferevent_getfd(hc->bev), (struct sockaddr *)&ss,
+	    &sl) == -1)
+		return;
+	if (ss.ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+		    host, sizeof host);
+		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		snprintf(buf, len, "%s:%d", host, port);
+	} else if (ss.ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+		    host, sizeof host);
+		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		snprintf(buf, len, "[%s]:%d", host, port);
+	}
+}
+
+/*
+ * An answer is being written: the next request has the full deadline.
+ * An answer that starts ("HTTP/1.x NNN") while no route saw its request
+ * is evhttp's own (libevent 2.1 calls no user code on that path): it is
+ * reported, so that it is logged and counted.
+ */
 static void
 httpconn_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
     void *arg)
 {
-	struct httpconn	*hc = arg;
+	struct httpconn		*hc = arg;
+	struct httpconns	*o = hc->owner;
+	char			 head[13], peer[64];
+	int			 code;
 
-	if (info->n_added > 0)
-		evtimer_add(hc->deadline, &hc->owner->deadline);
+	if (info->n_added == 0)
+		return;
+	evtimer_add(hc->deadline, &o->deadline);
+	if (info->orig_size != 0)
+		return;		/* the rest of an answer begun */
+	if (evbuffer_copyout(buf, head, 12) != 12)
+		return;
+	head[12] = '\0';
+	if (strncmp(head, "HTTP/1.", 7) != 0 || head[8] != ' ' ||
+	    (code = atoi(head + 9)) < 200)
+		return;		/* not an answer's start, or 100 Continue */
+	if (hc->routed) {
+		hc->routed = 0;
+		return;
+	}
+	if (code >= 400 && o->refused != NULL) {
+		httpconn_peer(hc, peer, sizeof peer);
+		o->refused(code, peer, o->refused_arg);
+	}
 }
 
 /* evhttp accepted a connection: its bufferevent, counted. */
@@ -247,7 +306,8 @@ httpconns_check_nofile(int max)
 
 struct httpconns *
 httpconns_new(struct event_base *base, struct evhttp *http,
-    struct evhttp_bound_socket **sockp, int max, int deadline_s)
+    struct evhttp_bound_socket **sockp, int max, int deadline_s,
+    httpconns_refused_cb refused, void *arg)
 {
 	struct httpconns	*o;
 
@@ -262,6 +322,8 @@ httpconns_new(struct event_base *base, struct evhttp *http,
 	o->sockp = sockp;
 	o->max = max;
 	o->deadline.tv_sec = deadline_s;
+	o->refused = refused;
+	o->refused_arg = arg;
 	TAILQ_INIT(&o->conns);
 	httpconns_check_nofile(max);
 	evhttp_set_bevcb(http, httpconns_bevcb, o);
@@ -282,6 +344,7 @@ httpconns_request(struct httpconns *o, struct evhttp_request *req)
 	TAILQ_FOREACH(hc, &o->conns, entry) {
 		if (hc->bev == bev) {
 			evtimer_del(hc->deadline);
+			hc->routed = 1;
 			if (!hc->watched)
 				evhttp_connection_set_closecb(evcon,
 				    httpconn_closecb, hc);

@@ -25,9 +25,13 @@ struct httpconns;
  * Borrows base and http; *sockp is read whenever the listener is
  * needed (NULL: not listening). Returns NULL on failure.
  */
+/* evhttp answered a request no route saw (code; peer as "ip:port"). */
+typedef void	(*httpconns_refused_cb)(int code, const char *peer,
+		    void *arg);
+
 struct httpconns *httpconns_new(struct event_base *, struct evhttp *,
 		    struct evhttp_bound_socket **sockp, int max,
-		    int deadline_s);
+		    int deadline_s, httpconns_refused_cb refused, void *arg);
 
 /* req was read whole: no deadline while it is being answered. */
 void		httpconns_request(struct httpconns *,

@@ -3,6 +3,12 @@
  * /metrics, and the periodic status query (schema version, inbox rows).
  * SPDX-License-Identifier: MIT
  */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +94,14 @@ route_readyz(struct server *s, struct evhttp_request *req, double t0)
 	reply_send(s, req, 503, body, t0, 0);
 }
 
+/* One modegate_db_connections_up line. */
+static void
+http_pool_metric(const char *name, int up, int n, void *arg)
+{
+	evbuffer_add_printf(arg, "modegate_db_connections_up{pool=\"%s\"} "
+	    "%d\n", name, up);
+}
+
 /* GET /metrics: Prometheus text format 0.0.4. */
 static void
 route_metrics(struct server *s, struct evhttp_request *req, double t0)
@@ -96,6 +110,11 @@ route_metrics(struct server *s, struct evhttp_request *req, double t0)
 
 	metrics_render(&s->metrics, evhttp_request_get_output_buffer(req),
 	    db_pool_up(s->pool), http_ready(s, why, sizeof why));
+	evbuffer_add_printf(evhttp_request_get_output_buffer(req),
+	    "# HELP modegate_db_connections_up Database connections up, by "
+	    "pool (ingest, worker, sender, followup).\n"
+	    "# TYPE modegate_db_connections_up gauge\n");
+	db_pools_each(http_pool_metric, evhttp_request_get_output_buffer(req));
 	if (s->sender != NULL)
 		sender_metrics(s->sender, evhttp_request_get_output_buffer(req));
 	metrics_turn_render(evhttp_request_get_output_buffer(req));
@@ -108,9 +127,9 @@ route_metrics(struct server *s, struct evhttp_request *req, double t0)
 static const struct route routes[] = {
 	{ "/webhook", EVHTTP_REQ_GET | EVHTTP_REQ_POST, webhook_get,
 	  webhook_post },
-	{ "/healthz", EVHTTP_REQ_GET, route_healthz, NULL },
-	{ "/readyz", EVHTTP_REQ_GET, route_readyz, NULL },
-	{ "/metrics", EVHTTP_REQ_GET, route_metrics, NULL },
+	{ "/healthz", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, route_healthz, NULL },
+	{ "/readyz", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, route_readyz, NULL },
+	{ "/metrics", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, route_metrics, NULL },
 };
 
 /* Every request: find the route, check the method. */
@@ -134,16 +153,50 @@ http_dispatch(struct evhttp_request *req, void *arg)
 		hook = i == 0;
 		if (!(routes[i].methods & (int)m)) {
 			evhttp_add_header(evhttp_request_get_output_headers(req),
-			    "Allow", routes[i].post ? "GET, POST" : "GET");
+			    "Allow", routes[i].post ? "GET, POST" : "GET, HEAD");
 			reply_send(s, req, 405, "method not allowed\n", t0,
 			    hook);
 		} else if (m == EVHTTP_REQ_POST)
 			routes[i].post(s, req, t0);
 		else
 			routes[i].get(s, req, t0);
+		/* /webhook counts itself when it answers (maybe later). */
+		if (!hook)
+			metrics_observe(&s->metrics, (enum metrics_route)i,
+			    reply_now() - t0);
 		return;
 	}
 	reply_send(s, req, 404, "not found\n", t0, 0);
+	metrics_observe(&s->metrics, METRICS_OTHER, reply_now() - t0);
+}
+
+/*
+ * evhttp answered a request itself, before any route saw it: a body over
+ * its limit (413), a request line and headers over
+ * MODEGATE_MAX_HEADER_BYTES or malformed (400), a method it does not
+ * know (501). One line and a count, never the body.
+ */
+static void
+http_refused(int code, const char *peer, void *arg)
+{
+	struct server	*s = arg;
+
+	metrics_refused(&s->metrics, code);
+	switch (code) {
+	case 413:
+		log_info("http: request from %s refused (413): body over %d "
+		    "bytes", peer, WA_MAX_BODY);
+		break;
+	case 400:
+		log_info("http: request from %s refused (400): request line "
+		    "and headers over %d bytes (MODEGATE_MAX_HEADER_BYTES), or "
+		    "malformed", peer, s->cfg->max_header_bytes);
+		break;
+	default:
+		log_info("http: request from %s refused (%d) by the HTTP "
+		    "layer", peer, code);
+		break;
+	}
 }
 
 /* The status query answered: schema version and inbox rows by state. */
@@ -225,10 +278,38 @@ http_ingest_reply(struct evhttp_request *req, int code, double t0, void *arg)
 	    1);
 }
 
+/* The address really bound, as HOST:PORT or [V6]:PORT (port 0 asks the
+ * kernel for one: this is where to find it). */
+static void
+http_bound_name(struct server *s, char *buf, size_t len)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 sl = sizeof ss;
+	char			 host[INET6_ADDRSTRLEN];
+	int			 port;
+
+	snprintf(buf, len, "%s", s->cfg->listen);
+	if (getsockname(evhttp_bound_socket_get_fd(s->sock),
+	    (struct sockaddr *)&ss, &sl) == -1)
+		return;
+	if (ss.ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+		    host, sizeof host);
+		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		snprintf(buf, len, "[%s]:%d", host, port);
+	} else if (ss.ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+		    host, sizeof host);
+		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		snprintf(buf, len, "%s:%d", host, port);
+	}
+}
+
 int
 http_start(struct server *s)
 {
 	struct timeval	tv = { STATUS_INTERVAL_S, 0 };
+	char		where[300];
 
 	s->schema_current = -1;
 	metrics_init(&s->metrics);
@@ -240,19 +321,24 @@ http_start(struct server *s)
 	evhttp_set_timeout(s->http, s->cfg->http_timeout_s);
 	evhttp_set_max_headers_size(s->http, s->cfg->max_header_bytes);
 	if ((s->conns = httpconns_new(s->base, s->http, &s->sock,
-	    s->cfg->max_connections, s->cfg->http_timeout_s)) == NULL)
+	    s->cfg->max_connections, s->cfg->http_timeout_s, http_refused,
+	    s)) == NULL)
 		return -1;
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 	    EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
 	evhttp_set_gencb(s->http, http_dispatch, s);
+	errno = 0;
 	s->sock = evhttp_bind_socket_with_handle(s->http, s->cfg->listen_host,
 	    (ev_uint16_t)s->cfg->listen_port);
 	if (s->sock == NULL) {
-		log_error("serve: cannot listen on %s", s->cfg->listen);
+		log_error("serve: cannot listen on %s: %s", s->cfg->listen,
+		    errno != 0 ? strerror(errno) : "the address does not "
+		    "resolve");
 		return -1;
 	}
-	s->pool = db_pool_new(s->base, s->cfg->database_url,
+	http_bound_name(s, where, sizeof where);
+	s->pool = db_pool_new(s->base, "ingest", s->cfg->database_url,
 	    s->cfg->db_connections, "ingest", ingest_sql, http_pool_cb, s);
 	if (s->pool == NULL)
 		return -1;
@@ -262,8 +348,8 @@ http_start(struct server *s)
 	if (s->ingest == NULL || s->status_timer == NULL ||
 	    event_add(s->status_timer, &tv) == -1)
 		return -1;
-	log_info("serve: listening on %s, %d database connections",
-	    s->cfg->listen, s->cfg->db_connections);
+	log_info("serve: listening on %s, %d database connections", where,
+	    s->cfg->db_connections);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include "rules/flatfile.h"
 #include "http/wa.h"
 
 #define WA_SIG_PREFIX	"sha256="
@@ -75,27 +76,48 @@ wa_streq_ct(const char *a, const char *b)
 }
 
 char *
-wa_handshake(const char *query, const char *verify_token)
+wa_handshake_why(const char *query, const char *verify_token,
+    const char **why)
 {
 	struct evkeyvalq	 q = { NULL, &q.tqh_first };
-	const char		*mode, *token, *challenge;
+	const char		*mode, *token, *challenge, *w = NULL;
 	char			*out = NULL;
 
-	if (query == NULL || verify_token == NULL || *verify_token == '\0')
-		return NULL;
-	if (evhttp_parse_query_str(query, &q) == -1)
+	if (verify_token == NULL || *verify_token == '\0')
+		w = "no verify token configured";
+	else if (query == NULL || *query == '\0')
+		w = "no query string (hub.mode, hub.verify_token, "
+		    "hub.challenge)";
+	else if (evhttp_parse_query_str(query, &q) == -1)
+		w = "malformed query string";
+	if (w != NULL)
 		goto done;
 	mode = evhttp_find_header(&q, "hub.mode");
 	token = evhttp_find_header(&q, "hub.verify_token");
 	challenge = evhttp_find_header(&q, "hub.challenge");
-	if (mode == NULL || token == NULL || challenge == NULL ||
-	    strcmp(mode, "subscribe") != 0 ||
-	    !wa_streq_ct(token, verify_token))
-		goto done;
-	out = strdup(challenge);
+	if (mode == NULL)
+		w = "hub.mode missing";
+	else if (strcmp(mode, "subscribe") != 0)
+		w = "hub.mode is not subscribe";
+	else if (token == NULL)
+		w = "hub.verify_token missing";
+	else if (challenge == NULL || *challenge == '\0')
+		w = "hub.challenge missing";
+	else if (!wa_streq_ct(token, verify_token))
+		w = "hub.verify_token does not match WHATSAPP_VERIFY_TOKEN";
+	else if ((out = strdup(challenge)) == NULL)
+		w = "out of memory";
 done:
 	evhttp_clear_headers(&q);
+	if (why != NULL)
+		*why = w;
 	return out;
+}
+
+char *
+wa_handshake(const char *query, const char *verify_token)
+{
+	return wa_handshake_why(query, verify_token, NULL);
 }
 
 /* Grow *v (n used, *cap slots of size sz) by one; NULL on failure. */
@@ -377,7 +399,7 @@ wa_parse(struct wa_payload *p, const char *body, size_t len, char *err,
 	end = json_tokener_get_parse_end(tok);
 	if (p->root == NULL) {
 		snprintf(err, errlen, "invalid JSON at byte %zu: %s", end,
-		    json_tokener_error_desc(json_tokener_get_error(tok)));
+		    rules_json_error(json_tokener_get_error(tok)));
 		json_tokener_free(tok);
 		return -1;
 	}

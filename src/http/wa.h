@@ -30,6 +30,9 @@ int	wa_signature_ok(const char *header, const void *body, size_t len,
  * NULL otherwise: answer 403.
  */
 char	*wa_handshake(const char *query, const char *verify_token);
+/* The same; on refusal *why says which check failed (static text). */
+char	*wa_handshake_why(const char *query, const char *verify_token,
+	    const char **why);
 
 /* One inbound message (field "messages", value.messages[]). */
 struct wa_message {

@@ -21,12 +21,14 @@ void
 webhook_get(struct server *s, struct evhttp_request *req, double t0)
 {
 	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
+	const char		*why = NULL;
 	char			*challenge;
 
-	challenge = wa_handshake(evhttp_uri_get_query(uri),
-	    s->cfg->verify_token);
+	challenge = wa_handshake_why(evhttp_uri_get_query(uri),
+	    s->cfg->verify_token, &why);
 	if (challenge == NULL) {
-		log_info("webhook: verification refused (403)");
+		log_info("webhook: verification refused (403): %s",
+		    why != NULL ? why : "refused");
 		reply_send(s, req, 403, "forbidden\n", t0, 1);
 		return;
 	}
@@ -69,10 +71,8 @@ webhook_post(struct server *s, struct evhttp_request *req, double t0)
 	const char		*sig, *body;
 	size_t			 len = evbuffer_get_length(in);
 
-	if (len > WA_MAX_BODY) {
-		reply_send(s, req, 413, "body too large\n", t0, 1);
-		return;
-	}
+	/* A body over WA_MAX_BODY never gets here: evhttp refuses it (413)
+	 * and http/server.c's http_refused logs and counts it. */
 	sig = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "X-Hub-Signature-256");
 	body = len > 0 ? (const char *)evbuffer_pullup(in, -1) : "";

@@ -416,8 +416,14 @@ call_fail(struct llm_call *t, const struct curlev_resp *r)
 		err->retryable = 0;
 	if (err->retryable && t->attempt < t->l->p.max_retries)
 		delay = call_retry_delay(t, r);
-	log_warnx("llm: %s: http %ld type %s%s", llm_err_name(err->cls),
-	    err->http_status, err->type, delay >= 0 ? " (retrying)" : "");
+	if (err->http_status == 0)	/* no answer: say why */
+		log_warnx("llm: %s: %s%s", llm_err_name(err->cls),
+		    err->message[0] != '\0' ? err->message : "no answer",
+		    delay >= 0 ? " (retrying)" : "");
+	else
+		log_warnx("llm: %s: http %ld%s%s%s", llm_err_name(err->cls),
+		    err->http_status, err->type[0] != '\0' ? " type " : "",
+		    err->type, delay >= 0 ? " (retrying)" : "");
 	if (delay >= 0) {
 		t->attempt++;
 		call_schedule(t, PHASE_RETRY, delay);
@@ -533,6 +539,7 @@ call_on_http(const struct curlev_resp *r, void *arg)
 		    LLM_ERR_TIMEOUT : LLM_ERR_TRANSPORT;
 		err->retryable = 1;
 		snprintf(err->message, sizeof err->message, "%s",
+		    r->error[0] != '\0' ? r->error :
 		    curl_easy_strerror(r->code));
 		llm_observe(t->l, err->cls, secs, 0, 0);
 		call_fail(t, r);

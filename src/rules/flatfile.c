@@ -131,6 +131,43 @@ flatten_walk(struct sbuf *b, json_object *o, char *path, size_t plen,
 	}
 }
 
+const char *
+rules_json_error(int err)
+{
+	switch ((enum json_tokener_error)err) {
+	case json_tokener_success:
+		return "no error";
+	case json_tokener_continue:
+		return "unexpected end of data (truncated or empty)";
+	case json_tokener_error_depth:
+		return "nested too deeply";
+	case json_tokener_error_parse_eof:
+		return "unexpected end of data";
+	case json_tokener_error_parse_unexpected:
+		return "unexpected character";
+	case json_tokener_error_parse_null:
+	case json_tokener_error_parse_boolean:
+	case json_tokener_error_parse_number:
+		return "a misspelt literal or number";
+	case json_tokener_error_parse_array:
+		return "expected ',' or ']' in an array";
+	case json_tokener_error_parse_object_key_name:
+		return "expected a quoted key in an object";
+	case json_tokener_error_parse_object_key_sep:
+		return "expected ':' after a key";
+	case json_tokener_error_parse_object_value_sep:
+		return "expected ',' or '}' in an object";
+	case json_tokener_error_parse_string:
+		return "a bad string";
+	case json_tokener_error_parse_comment:
+		return "a bad comment";
+	case json_tokener_error_parse_utf8_string:
+		return "invalid UTF-8";
+	default:
+		return json_tokener_error_desc((enum json_tokener_error)err);
+	}
+}
+
 char *
 rules_flatten(const char *json, size_t len, const char *label,
     size_t *outlen, struct diag *d)
@@ -152,7 +189,7 @@ rules_flatten(const char *json, size_t len, const char *label,
 			if (json[i] == '\n')
 				line++;
 		diag_add(d, label, "", "line %zu: invalid JSON: %s", line,
-		    root == NULL ? json_tokener_error_desc(
+		    root == NULL ? rules_json_error(
 		    json_tokener_get_error(tok)) : "trailing data");
 		json_object_put(root);
 		json_tokener_free(tok);
@@ -183,7 +220,11 @@ rules_flatten_file(const char *path, const char *label, size_t *outlen,
 	int	 rc;
 
 	if ((fp = fopen(path, "r")) == NULL) {
-		diag_add(d, label, "", "cannot open: %s", strerror(errno));
+		if (errno == ENOENT)
+			diag_add(d, label, "", "missing");
+		else
+			diag_add(d, label, "", "cannot open: %s",
+			    strerror(errno));
 		return NULL;
 	}
 	do {

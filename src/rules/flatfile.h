@@ -25,4 +25,8 @@ char	*rules_flatten_file(const char *path, const char *label,
 char	*rules_flatten(const char *json, size_t len, const char *label,
 	    size_t *outlen, struct diag *d);
 
+/* json-c's parse error (enum json_tokener_error) in words: not its state
+ * names ("continue" for a truncated body). */
+const char	*rules_json_error(int err);
+
 #endif

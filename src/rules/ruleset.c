@@ -124,7 +124,11 @@ ruleset_check_persona(const char *dir, struct diag *d)
 
 	snprintf(path, sizeof path, "%s/mode/julia.md", dir);
 	if ((f = fopen(path, "r")) == NULL) {
-		diag_add(d, "mode/julia.md", "", "missing or unreadable");
+		if (errno == ENOENT)
+			diag_add(d, "mode/julia.md", "", "missing");
+		else
+			diag_add(d, "mode/julia.md", "", "cannot open: %s",
+			    strerror(errno));
 		return;
 	}
 	while ((c = fgetc(f)) != EOF && (c == ' ' || c == '\n' ||

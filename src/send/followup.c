@@ -54,6 +54,7 @@ struct followup {
 	char			 retain_days[16];	/* "": no retention */
 	char			*tpl_name, *tpl_lang;
 	int			 tpl_done, busy, db_err, retain_err;
+	int			 rule_done;	/* pending timeout recorded */
 };
 
 /* The follow-up text of mode/messages.json; a new string or NULL. */
@@ -65,7 +66,8 @@ followup_load_text(const char *dir)
 
 	snprintf(path, sizeof path, "%s/mode/messages.json", dir);
 	if ((o = json_object_from_file(path)) == NULL) {
-		log_error("followup: %s: not valid JSON", path);
+		log_error("followup: %s: cannot read or parse (modegate "
+		    "check-config says why)", path);
 		return NULL;
 	}
 	if (json_object_object_get_ex(o, "replies", &r) &&
@@ -225,6 +227,28 @@ followup_template_done(PGresult *res, const char *err, void *arg)
 	event_active(f->timer, EV_TIMEOUT, 0);
 }
 
+/* The router's pending timeout recorded in rule_settings (sql/0010). */
+static const char rule_sql[] = "SELECT mg_rule_setting_set("
+    "'pending_timeout_minutes', $1::int / 60, 'mode/transitions.json')";
+
+/* The pending timeout recorded (or not: said, and swept anyway). */
+static void
+followup_rule_done(PGresult *res, const char *err, void *arg)
+{
+	struct followup	*f = arg;
+
+	f->busy = 0;
+	if (res == NULL)
+		return;		/* no connection yet: next tick */
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		log_warnx("followup: pending timeout not recorded in "
+		    "rule_settings: %s", PQresultErrorField(res,
+		    PG_DIAG_MESSAGE_PRIMARY) != NULL ? PQresultErrorField(res,
+		    PG_DIAG_MESSAGE_PRIMARY) : "error");
+	f->rule_done = 1;
+	event_active(f->timer, EV_TIMEOUT, 0);
+}
+
 /* The timer: one pass at a time. */
 static void
 followup_tick(evutil_socket_t fd, short what, void *arg)
@@ -239,8 +263,15 @@ followup_tick(evutil_socket_t fd, short what, void *arg)
 	/* The pool opens at the first pass, a second after the start, so
 	 * that it never competes with the webhook's connections then. */
 	if (f->db == NULL &&
-	    (f->db = dbq_new(f->base, f->cfg->database_url, 1)) == NULL) {
+	    (f->db = dbq_new(f->base, "followup", f->cfg->database_url,
+	    1)) == NULL) {
 		log_warnx("followup: out of memory");
+		return;
+	}
+	if (!f->rule_done && f->pending_s[0] != '\0') {
+		if (dbq_query(f->db, rule_sql, 1, (const char *const[]){
+		    f->pending_s }, followup_rule_done, f) == 0)
+			f->busy = 1;
 		return;
 	}
 	if (!f->tpl_done) {
@@ -263,7 +294,7 @@ followup_first(evutil_socket_t fd, short what, void *arg)
 	struct timeval	 tv = { 0, 200000 };
 
 	if (f->db == NULL)
-		f->db = dbq_new(f->base, f->cfg->database_url, 1);
+		f->db = dbq_new(f->base, "followup", f->cfg->database_url, 1);
 	if (f->db != NULL && !dbq_up(f->db)) {
 		evtimer_add(f->first, &tv);
 		return;

@@ -626,7 +626,8 @@ sender_new(struct event_base *base, const struct config *cfg)
 	/* The answer must come back before the lease ends. */
 	gp.timeout_ms = s->lease_s > 16 ? 15000 : (s->lease_s - 1) * 1000L;
 	s->post_timeout_s = (double)gp.timeout_ms / 1000;
-	if ((s->db = dbq_new(base, cfg->database_url, SENDER_DB_CONNS)) == NULL ||
+	if ((s->db = dbq_new(base, "sender", cfg->database_url,
+	    SENDER_DB_CONNS)) == NULL ||
 	    (s->cv = curlev_new(base)) == NULL ||
 	    (s->g = graph_new(s->cv, &gp)) == NULL ||
 	    (s->timer = event_new(base, -1, EV_PERSIST, sender_wake, s)) ==

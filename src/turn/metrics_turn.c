@@ -382,10 +382,12 @@ mt_render_db(struct evbuffer *out)
 		evbuffer_add_printf(out, "modegate_flag{name=\""
 		    "conversation_mode_enabled\",value=\"%s\"} %d\n", values[i],
 		    strcmp(mt.flag, values[i]) == 0);
-	mt_head(out, "modegate_flag_percent", "gauge", "Share of "
-	    "conversations a feature flag applies to.");
-	evbuffer_add_printf(out, "modegate_flag_percent{name=\""
-	    "conversation_mode_enabled\"} %d\n", mt.flag_percent);
+	/* Prometheus keeps shares as 0-1 ratios: --percent 10 is 0.1. */
+	mt_head(out, "modegate_flag_ratio", "gauge", "Share of "
+	    "conversations a feature flag applies to, 0 to 1 (flag set "
+	    "--percent / 100).");
+	evbuffer_add_printf(out, "modegate_flag_ratio{name=\""
+	    "conversation_mode_enabled\"} %g\n", mt.flag_percent / 100.0);
 }
 
 void

@@ -250,7 +250,7 @@ worker_new(struct event_base *base, const struct config *cfg,
 	llm_params_from_config(&lp, cfg);
 	lp.observe = worker_llm_observe;
 	if (worker_load(w) == -1 ||
-	    (w->q = dbq_new(base, cfg->database_url,
+	    (w->q = dbq_new(base, "worker", cfg->database_url,
 	    cfg->worker_db_connections)) == NULL ||
 	    (w->cv = curlev_new(base)) == NULL ||
 	    (w->llm = llm_new(w->cv, &lp)) == NULL ||

@@ -15,7 +15,6 @@ good() {
 	env -i PATH="$PATH" DATABASE_URL=postgresql:///x \
 	    WHATSAPP_APP_SECRET=s WHATSAPP_VERIFY_TOKEN=v "$@"
 }
-echo "1..10"
 
 out=$(good MODEGATE_RULES_DIR="$(pwd)" "$bin" check-config 2>&1)
 rc=$?
@@ -58,7 +57,7 @@ has 'mode/capabilities.json: modes.reativacao.forbidden_claims.4: unknown claim 
 # the rules do not have, a row out of order) is a config error, named by
 # file and line; without the weights files the rules decide alone.
 mkdir -p "$tmp/m"
-cp -R mode policy "$tmp/m/"
+cp -R mode policy sql "$tmp/m/"	# the rules folder serve needs
 sed -i 's/^label OPT_IN$/label OPT_ON/' "$tmp/m/mode/intent.model"
 awk 'f == 0 && /^rows / { print; getline a; getline b; print b; print a; f = 1; next } { print }' \
     mode/guard.model > "$tmp/m/mode/guard.model"
@@ -80,3 +79,70 @@ out=$(good MODEGATE_RULES_DIR="$tmp/m" "$bin" check-config 2>&1)
 rc=$?
 [ $rc = 0 ] && r=OK || r=FAIL
 t $r "no weights files: the rules alone, configuration OK (rc=$rc)"
+
+# check-config and serve check the same things with the same words, and
+# every configuration problem exits 78 in both (serve exits before it
+# touches the database or the network).
+both() {	# both WANT-LINE ENV...: check-config and serve say it, exit 78
+	want=$1
+	shift
+	c=$(good "$@" "$bin" check-config 2>&1)
+	crc=$?
+	s=$(good "$@" timeout 10 "$bin" serve 2>&1)
+	src=$?
+	if [ $crc = 78 ] && [ $src = 78 ] &&
+	    printf '%s\n' "$c" | grep -qxF "$want" &&
+	    printf '%s\n' "$s" | grep -qxF "$want"; then
+		t OK "check-config and serve: $want (78)"
+	else
+		t FAIL "check-config and serve: $want (78; got $crc, $src)"
+		printf 'check-config: %s\nserve: %s\n' "$c" "$s" | sed 's/^/# /'
+	fi
+}
+rules=MODEGATE_RULES_DIR=$(pwd)
+both 'DATABASE_URL: libpq cannot parse it: missing "=" after "not" in connection info string' \
+    DATABASE_URL="not a url" "$rules"
+both 'MODEGATE_LISTEN: an IPv6 address goes in brackets: [::1]:8080, got "::1:8081"' \
+    MODEGATE_LISTEN=::1:8081 "$rules"
+both 'MODEGATE_LISTEN: the host is not an address of this machine or a name that resolves, got "no-such-host.invalid:8080"' \
+    MODEGATE_LISTEN=no-such-host.invalid:8080 "$rules"
+both 'LLM_BASE_URL: must be an http:// or https:// URL with a host, got "localhost:8000"' \
+    LLM_BASE_URL=localhost:8000 "$rules"
+both 'LLM_API_KEY: is required when LLM_PROVIDER is openai (only an openai-compatible server on this host, LLM_BASE_URL=http://127.0.0.1:PORT/v1, may need none)' \
+    LLM_PROVIDER=openai LLM_BASE_URL=https://llm.example.com/v1 "$rules"
+both 'LLM_TIMEOUT: must be a whole number from 1 to 600, got "6O"' \
+    LLM_TIMEOUT=6O "$rules"
+
+# The rules folder as the README describes it: mode/, policy/ and sql/.
+mkdir -p "$tmp/r2"
+cp -R mode policy "$tmp/r2/"
+both 'sql/: missing (the migrations; serve compares the database'"'"'s schema with the newest)' \
+    MODEGATE_RULES_DIR="$tmp/r2"
+cp -R sql "$tmp/r2/"
+rm "$tmp/r2/mode/messages.json" "$tmp/r2/mode/julia.md"
+both 'mode/messages.json: missing' MODEGATE_RULES_DIR="$tmp/r2"
+both 'mode/julia.md: missing' \
+    MODEGATE_RULES_DIR="$tmp/r2"
+cp mode/julia.md "$tmp/r2/mode/"
+python3 -c 'import json, sys
+m = json.load(open(sys.argv[1])); del m["replies"]["followup"]
+json.dump(m, open(sys.argv[2], "w"), ensure_ascii=False)' mode/messages.json \
+    "$tmp/r2/mode/messages.json"
+both 'mode/messages.json: replies: followup: missing' \
+    MODEGATE_RULES_DIR="$tmp/r2"
+printf '{"replies": ' >"$tmp/r2/mode/messages.json"
+both 'mode/messages.json: line 1: invalid JSON: unexpected end of data (truncated or empty)' \
+    MODEGATE_RULES_DIR="$tmp/r2"
+
+# Accepted by both alike: an IPv6 listen address in brackets, blanks
+# around a number (before and after), a key-less local openai server.
+accepts() {
+	out=$(good "$rules" "$@" "$bin" check-config 2>&1)
+	[ "$out" = "configuration OK" ] && r=OK || r=FAIL
+	t $r "check-config accepts $* ($out)"
+}
+accepts "MODEGATE_LISTEN=[::1]:8081"
+accepts "LLM_TIMEOUT= 60"
+accepts "LLM_TIMEOUT=32 "
+accepts LLM_PROVIDER=openai LLM_BASE_URL=http://127.0.0.1:11434/v1
+echo "1..$n"

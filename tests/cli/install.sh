@@ -25,7 +25,7 @@ out=$(strings -a "$d/opt/mg/bin/modegate" | grep -c '^/opt/mg/share/modegate$')
 [ "$out" -ge 1 ] && echo "ok $n - the installed binary defaults to its share folder" ||
 	echo "not ok $n - the installed binary defaults to its share folder"
 n=$((n + 1))
-out=$(env -i PATH="$PATH" DATABASE_URL=x WHATSAPP_APP_SECRET=s \
+out=$(env -i PATH="$PATH" DATABASE_URL=postgresql:///x WHATSAPP_APP_SECRET=s \
 	WHATSAPP_VERIFY_TOKEN=v MODEGATE_RULES_DIR="$d/opt/mg/share/modegate" \
 	"$d/opt/mg/bin/modegate" check-config 2>&1)
 [ "$out" = "configuration OK" ] && echo "ok $n - installed rules pass check-config" ||

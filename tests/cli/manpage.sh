@@ -59,6 +59,16 @@ for c in $cmds; do
 done
 ok $fail "every subcommand is in the README command list"
 
+fail=0
+for h in $(sed -n 's/^## \(.*\)$/\1/p' README.md | grep -vx Contents |
+    tr ' ' '_'); do
+	h=$(echo "$h" | tr '_' ' ')
+	grep -qF -- "- [$h](#" README.md && continue
+	echo "# README section \"$h\" is not in its Contents"
+	fail=1
+done
+ok $fail "every README section is in its table of contents"
+
 if command -v groff >/dev/null 2>&1; then
 	out=$(groff -mandoc -Tutf8 -ww -z "$page" 2>&1)
 	[ -z "$out" ]

@@ -28,7 +28,7 @@ case_() {	# case_ NAME EXPECTED-LINE SETUP...
 echo "1..4"
 case_ "empty julia.md" "mode/julia.md: empty" sh -c ": >'$tmp/r/mode/julia.md'"
 case_ "no julia.md" "mode/julia.md: missing" rm "$tmp/r/mode/julia.md"
-case_ "no messages.json" "mode/messages.json: cannot open" \
+case_ "no messages.json" "mode/messages.json: missing" \
     rm "$tmp/r/mode/messages.json"
 case_ "a canned reply missing" "replies: handoff_confirmation: missing" \
     python3 -c "import json; p='$tmp/r/mode/messages.json'; d=json.load(open(p)); del d['replies']['handoff_confirmation']; json.dump(d, open(p, 'w'))"

@@ -243,8 +243,10 @@ def test_metrics(h):
     for line in ('modegate_webhook_requests_total{code="200"} 1',
                  'modegate_webhook_requests_total{code="401"} 1',
                  'modegate_webhook_requests_total{code="403"} 1',
-                 "modegate_http_request_duration_seconds_count 3",
-                 'modegate_http_request_duration_seconds_bucket{le="+Inf"} 3',
+                 'modegate_http_request_duration_seconds_count'
+                 '{route="/webhook"} 3',
+                 'modegate_http_request_duration_seconds_bucket'
+                 '{route="/webhook",le="+Inf"} 3',
                  "modegate_db_up 1"):
         assert line + "\n" in text, line + " not in:\n" + text
     h.wait_until(lambda: 'modegate_inbox_rows{state="pending"} 1\n' in
@@ -334,7 +336,8 @@ def _down_from_start(h, url, why):
     """serve started against a database it cannot reach stays up: /healthz
     200, /readyz and signed webhooks 503, the reason in the log, retrying
     (it used to die with SIGSEGV before its first retry)."""
-    h.start(wait=False, DATABASE_URL=url)
+    # each retry is logged at debug (a warning when the outage starts)
+    h.start(wait=False, DATABASE_URL=url, MODEGATE_LOG_LEVEL="debug")
     h.wait_until(h._healthy, 10, "serve did not come up")
     h.wait_until(lambda: h.log().count("connection 0 down") >= 3, 10,
                  "retries")

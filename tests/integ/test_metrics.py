@@ -168,8 +168,8 @@ def run_turns(h, g):
     eq(val(m, "modegate_inbox_oldest_pending_seconds"), 0.0, "none pending")
     eq(val(m, "modegate_flag", name="conversation_mode_enabled", value="on"),
        1.0, "flag on")
-    eq(val(m, "modegate_flag_percent", name="conversation_mode_enabled"),
-       100.0, "percent")
+    eq(val(m, "modegate_flag_ratio", name="conversation_mode_enabled"),
+       1.0, "ratio")
 
     # The flag gauge follows `modegate flag set` (status refresh: 5 s).
     p = subprocess.run([h.bin, "flag", "set", "conversation_mode_enabled",
@@ -182,8 +182,8 @@ def run_turns(h, g):
     m = scrape(h)
     eq([val(m, "modegate_flag", name="conversation_mode_enabled", value=v)
         for v in ("on", "off", "shadow")], [0.0, 0.0, 1.0], "one value")
-    eq(val(m, "modegate_flag_percent", name="conversation_mode_enabled"),
-       40.0, "percent follows")
+    eq(val(m, "modegate_flag_ratio", name="conversation_mode_enabled"),
+       0.4, "ratio follows (--percent 40)")
 
 
 def test_metrics_oldest_pending_age(h):

@@ -49,10 +49,22 @@ def test_flag_set_recorded_and_shown(h):
     line = [ln for ln in out.splitlines() if ln.startswith(FLAG)]
     eq(len(line), 1, "one row: " + out)
     eq(line[0].split()[:3], [FLAG, "shadow", "40"], "flag get shows it")
+    rc, out, _ = cli(h, "flag", "set", FLAG, "off", "--by", "rui")
+    eq(rc, 0, "flag set off")
+    eq(h.sql1("SELECT value || '/' || percent FROM feature_flags"),
+       "off/40", "off keeps the percent (no effect while off)")
+    # After a 40 % rollout and an off, "on" means every conversation.
     rc, out, _ = cli(h, "flag", "set", FLAG, "on", "--by", "rui")
     eq(rc, 0, "flag set on")
     eq(h.sql1("SELECT value || '/' || percent FROM feature_flags"),
-       "on/40", "percent kept when not given")
+       "on/100", "on without --percent: 100 %")
+    rc, out, _ = cli(h, "flag", "set", FLAG, "shadow", "--percent", "10")
+    rc, out, _ = cli(h, "flag", "set", FLAG, "shadow")
+    eq(h.sql1("SELECT value || '/' || percent FROM feature_flags"),
+       "shadow/100", "shadow without --percent: 100 %")
+    rc, out, _ = cli(h, "flag", "set", FLAG, "on", "--percent", "10")
+    eq(h.sql1("SELECT value || '/' || percent FROM feature_flags"),
+       "on/10", "--percent given: that percent")
     rc, out, _ = cli(h, "flag", "list")
     eq(rc, 0, "flag list")
     assert out.splitlines()[0].split()[:3] == ["name", "value", "percent"], out
@@ -109,6 +121,94 @@ def test_takeover_release_set_mode_rows(h):
     eq(h.sql("SELECT step, decision, details ->> 'from', details ->> 'by' "
              "FROM audit_log ORDER BY id DESC LIMIT 1"),
        [("mode", "followup", "discovery", "rui")], "set-mode audited")
+
+
+def test_takeover_twice_release_twice_change_nothing(h):
+    """A command that would change nothing says "already" and changes
+    nothing: no audit row, no reset of the history or the pending."""
+    migrated(h)
+    cid = add_conv(h, "5511977776666")
+    h.sql("UPDATE conversations SET pending_transition = 'oferta', "
+          "pending_transition_at = now(), context_since = now() - "
+          "interval '1 hour' WHERE id = %s" % cid)
+    before = h.sql("SELECT control, pending_transition, "
+                   "pending_transition_at, context_since FROM conversations")
+    rc, out, err = cli(h, "release", "5511977776666", "--by", "ana")
+    eq(rc, 0, "release of a chat the AI holds: " + err)
+    assert "1 conversation (id %s) already under AI control" % cid in out, out
+    assert "back under AI control" not in out, out
+    eq(h.sql("SELECT control, pending_transition, pending_transition_at, "
+             "context_since FROM conversations"), before, "nothing reset")
+    eq(h.sql1("SELECT count(*) FROM audit_log"), "0", "no audit row")
+    rc, out, err = cli(h, "takeover", "5511977776666", "--by", "ana")
+    eq(rc, 0, "takeover: " + err)
+    assert "now under human control" in out, out
+    h.sql("INSERT INTO outbox (conversation_id, kind, payload, to_key, "
+          "phone_number_id) VALUES (%s, 'text', '{}', '5511977776666', "
+          "'100')" % cid)
+    at = h.sql1("SELECT control_updated_at FROM conversations")
+    rc, out, err = cli(h, "takeover", "5511977776666", "--by", "rui")
+    eq(rc, 0, "second takeover: " + err)
+    assert "1 conversation (id %s) already under human control" % cid in out, \
+        out
+    assert "now under human control" not in out, out
+    eq(h.sql("SELECT control, control_updated_by, control_updated_at::text "
+             "FROM conversations"), [("human", "ana", at)], "unchanged")
+    eq(h.sql1("SELECT count(*) FROM audit_log"), "1", "one takeover audited")
+    eq(h.sql1("SELECT state FROM outbox"), "pending", "no outbox row dropped")
+    # The same doctor on a second number: one changes, one already.
+    b = add_conv(h, "5511977776666", "200")
+    rc, out, err = cli(h, "takeover", "5511977776666")
+    assert "1 conversation (id %s) now under human control" % b in out, out
+    assert "1 conversation (id %s) already under human control" % cid in out, \
+        out
+
+
+def test_pending_timeout_has_one_source(h):
+    """The router's pending timeout of mode/transitions.json is what SQL
+    reads (migrate and serve record it); a modegate.* setting cannot
+    make them disagree."""
+    import os
+    import shutil
+    import tempfile
+    from harness import ROOT
+    rules = tempfile.mkdtemp()
+    try:
+        for d in ("mode", "policy", "sql"):
+            shutil.copytree(os.path.join(ROOT, d), os.path.join(rules, d))
+        p = os.path.join(rules, "mode", "transitions.json")
+        t = json.load(open(p))
+        t["pending_timeout_minutes"] = 45
+        json.dump(t, open(p, "w"), ensure_ascii=False)
+        h.env["MODEGATE_RULES_DIR"] = rules
+        migrated(h)
+        h.sql("ALTER DATABASE %s SET modegate.pending_timeout_minutes = 10"
+              % h.db)
+        eq(h.sql1("SELECT mg_setting('pending_timeout_minutes', 30)"), "45",
+           "SQL reads transitions.json's value")
+        t["pending_timeout_minutes"] = 20
+        json.dump(t, open(p, "w"), ensure_ascii=False)
+        h.start()      # serve records it too (the sweep, at start)
+        h.wait_until(lambda: h.sql1("SELECT mg_setting("
+                                    "'pending_timeout_minutes', 30)") ==
+                     "20", 10, "serve records the rules' value")
+    finally:
+        shutil.rmtree(rules)
+
+
+def test_by_defaults_to_the_database_user_without_USER(h):
+    migrated(h)
+    env = dict(h.env)
+    env.pop("USER", None)
+    p = subprocess.run([h.bin, "flag", "set", FLAG, "off"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    eq(p.returncode, 0, p.stderr)
+    eq(h.sql1("SELECT updated_by FROM feature_flags"), "modegate",
+       "the database user")
+    env["USER"] = "ana"
+    p = subprocess.run([h.bin, "flag", "set", FLAG, "on"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    eq(h.sql1("SELECT updated_by FROM feature_flags"), "ana", "$USER")
 
 
 def test_operator_bad_input(h):

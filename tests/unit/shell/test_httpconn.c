@@ -57,7 +57,7 @@ srv_start(struct srv *s, int max, int deadline_s)
 	assert_non_null(s->sock = evhttp_bind_socket_with_handle(s->http,
 	    "127.0.0.1", 0));
 	assert_non_null(s->conns = httpconns_new(s->base, s->http, &s->sock,
-	    max, deadline_s));
+	    max, deadline_s, NULL, NULL));
 	assert_int_equal(getsockname(evhttp_bound_socket_get_fd(s->sock),
 	    (struct sockaddr *)&sin, &len), 0);
 	s->port = ntohs(sin.sin_port);

@@ -120,7 +120,7 @@ test_db_gauges(void **state)
 	assert_true(has(s, "modegate_outbox_oldest_unsent_seconds 754.000"));
 	assert_true(has(s, "modegate_flag{name=\"conversation_mode_enabled\",value=\"on\"} 0"));
 	assert_true(has(s, "modegate_flag{name=\"conversation_mode_enabled\",value=\"shadow\"} 1"));
-	assert_true(has(s, "modegate_flag_percent{name=\"conversation_mode_enabled\"} 40"));
+	assert_true(has(s, "modegate_flag_ratio{name=\"conversation_mode_enabled\"} 0.4"));
 	free(s);
 }
 
