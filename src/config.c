@@ -59,7 +59,13 @@ static const struct cf_entry cf_table[] = {
 	  "once (one row per conversation at a time)" },
 	{ "MODEGATE_SEND_LEASE_S", CF_INT, 0, "30", 2, 600, NULL, 0,
 	  OFF(send_lease_s), "lease of an outbox row being posted, seconds; "
-	  "a crashed process's rows are posted again after it" },
+	  "a crashed process's rows are settled by a status or posted again "
+	  "after it and MODEGATE_SEND_RECONCILE_S" },
+	{ "MODEGATE_SEND_RECONCILE_S", CF_INT, 0, "30", 0, 3600, NULL, 0,
+	  OFF(send_reconcile_s), "a message whose lease expired without a "
+	  "recorded answer waits this long for a status webhook naming it "
+	  "(biz_opaque_callback_data) before it is posted again, seconds; 0: "
+	  "posted again at once" },
 	{ "MODEGATE_SEND_RETRY_BASE_MS", CF_INT, 0, "2000", 10, 600000, NULL,
 	  0, OFF(send_retry_base_ms), "first retry delay after a transient "
 	  "send error (network, 5xx, codes 1, 2, 131000, 131016), doubling "

@@ -22,6 +22,7 @@ struct config {
 	char	*wa_template_closed;	/* "name:language", "": none */
 	int	 send_concurrency;	/* Graph API posts in flight */
 	int	 send_lease_s;		/* lease of an outbox row being posted */
+	int	 send_reconcile_s;	/* wait for a status before a re-post */
 	int	 send_retry_base_ms;	/* first retry delay, doubling */
 	char	*llm_provider;		/* anthropic | openai | offline */
 	char	*llm_api_key;

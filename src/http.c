@@ -27,7 +27,8 @@
 #define STATUS_INTERVAL_S	5
 
 /* One pass over inbox: rows by state and the oldest pending one's age;
- * plus the conversation_mode_enabled flag, for /metrics. */
+ * plus the conversation_mode_enabled flag, the ambiguous sends and the
+ * reconcile counters (sql/0012), for /metrics. */
 static const char status_sql[] =
     "WITH s AS (SELECT state, count(*) AS n, min(received_at) AS oldest "
     "FROM inbox GROUP BY state) "
@@ -36,7 +37,10 @@ static const char status_sql[] =
     "UNION ALL SELECT 'oldest_pending_ms', (extract(epoch FROM now() - "
     "oldest) * 1000)::bigint FROM s WHERE state = 'pending' "
     "UNION ALL SELECT 'flag:' || value, percent FROM feature_flags "
-    "WHERE name = 'conversation_mode_enabled'";
+    "WHERE name = 'conversation_mode_enabled' "
+    "UNION ALL SELECT 'outbox_ambiguous', count(*) FROM outbox "
+    "WHERE state = 'sending' AND lease_until < now() AND kind <> 'read' "
+    "UNION ALL SELECT 'reconcile:' || outcome, n FROM send_reconcile_counts";
 
 typedef void (*route_fn)(struct server *, struct evhttp_request *, double);
 
@@ -195,7 +199,15 @@ http_status_done(PGresult *res, const char *err, void *arg)
 				    1));
 		if (strcmp(k, "oldest_pending_ms") == 0)
 			oldest = atoll(PQgetvalue(res, i, 1));
-		else if (strncmp(k, "flag:", 5) == 0) {
+		else if (strcmp(k, "outbox_ambiguous") == 0)
+			s->metrics.outbox_ambiguous = atoll(PQgetvalue(res, i,
+			    1));
+		else if (strncmp(k, "reconcile:", 10) == 0) {
+			for (j = 0; j < METRICS_NRECONCILE; j++)
+				if (strcmp(k + 10, metrics_reconcile[j]) == 0)
+					s->metrics.reconcile[j] = atoll(
+					    PQgetvalue(res, i, 1));
+		} else if (strncmp(k, "flag:", 5) == 0) {
 			flag = k + 5;
 			percent = atoi(PQgetvalue(res, i, 1));
 		}

@@ -12,6 +12,7 @@ struct evbuffer;
 #define METRICS_NCODES		10	/* see metrics.c */
 #define METRICS_NBUCKETS	12
 #define METRICS_NSTATES		5	/* inbox states */
+#define METRICS_NRECONCILE	3	/* settled, reposted, duplicate */
 
 struct metrics {
 	uint64_t	requests[METRICS_NCODES];	/* /webhook by code */
@@ -23,7 +24,13 @@ struct metrics {
 	uint64_t	batch_rows;
 	uint64_t	batch_failures;
 	int64_t		inbox[METRICS_NSTATES];		/* -1: not known yet */
+	int64_t		outbox_ambiguous;		/* -1: not known yet */
+	int64_t		reconcile[METRICS_NRECONCILE];	/* SQL counters */
 };
+
+/* The outcomes of send_reconcile_counts, in the order of
+ * metrics.reconcile. */
+extern const char *const metrics_reconcile[METRICS_NRECONCILE];
 
 /* The inbox states, in the order of metrics.inbox. */
 extern const char *const metrics_states[METRICS_NSTATES];
