@@ -111,11 +111,13 @@ def main():
             bad.append("%d messages never answered 200" % ld.inflight)
         if not ok:
             bad.append("the inbox or outbox did not settle in time")
-        rec = dict(h.sql("SELECT outcome, n::int FROM "
-                         "send_reconcile_counts"))
+        rec = {k: int(v) for k, v in h.sql(
+            "SELECT outcome, n FROM send_reconcile_counts")}
         dups = fig.get("duplicate_replies", 0)
         fig["status_webhooks"] = "off" if a.no_statuses else "on"
-        fig["settled by a status"] = rec.get("settled")
+        fig["settled by a status"] = "%s (%s after their lease)" % (
+            h.sql1("SELECT count(*) FROM audit_log WHERE step = 'send' "
+                   "AND reason = 'status'"), rec.get("settled"))
         fig["reposted after silence"] = rec.get("reposted")
         fig["duplicates Meta reported"] = rec.get("duplicate")
         if not a.no_statuses and dups:
