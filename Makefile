@@ -172,6 +172,11 @@ $(BUILD)/bench/intent_bench: tests/bench/intent_bench.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIBCORE) $(LDFLAGS) -lm
 
+# The claim with 300,000 unanswered messages (tests/bench/claim_bench.sh).
+.PHONY: bench-claim
+bench-claim: all
+	@tests/bench/claim_bench.sh $(BIN)/modegate
+
 .PHONY: bench-intent
 bench-intent: $(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat
 	@$(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat \
