@@ -52,6 +52,7 @@ struct config {
 	int	 sender_window_s;	/* ... in this many seconds */
 	int	 http_timeout_s;	/* idle, per read, whole request */
 	int	 max_connections;	/* open HTTP connections */
+	int	 http_min_rate;		/* bytes/s of a begun request */
 	int	 max_header_bytes;	/* request line + headers */
 };
 

@@ -269,7 +269,8 @@ http_start(struct server *s)
 	evhttp_set_timeout(s->http, s->cfg->http_timeout_s);
 	evhttp_set_max_headers_size(s->http, s->cfg->max_header_bytes);
 	if ((s->conns = httpconns_new(s->base, s->http, &s->sock,
-	    s->cfg->max_connections, s->cfg->http_timeout_s)) == NULL)
+	    s->cfg->max_connections, s->cfg->http_timeout_s,
+	    s->cfg->http_min_rate)) == NULL)
 		return -1;
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |

@@ -10,6 +10,15 @@
  * notices. Either way we drop ours and the socket closes.
  * (A bufferevent filter would give a free callback, but 2.1's filter
  * stalls evhttp's output and drops unsent bytes on close.)
+ *
+ * Slow clients must not starve Meta (Apache mod_reqtimeout's MinRate,
+ * nginx's timeouts). Once a request's first byte arrived, it must keep
+ * arriving at MODEGATE_HTTP_MIN_RATE bytes per second after a grace
+ * second, or the connection is shut (the sweep checks every 100 ms). And
+ * at MODEGATE_MAX_CONNECTIONS a new connection evicts the slowest
+ * incomplete request (idle ones first, never one being answered, never
+ * one younger than half a second) rather than wait in the kernel's
+ * queue; only when nothing is evictable does the listener pause.
  * SPDX-License-Identifier: MIT
  */
 #include <sys/queue.h>
@@ -33,12 +42,19 @@
 #define HTTPCONN_SWEEP_MS	100	/* how soon a closed one is noticed */
 #define HTTPCONN_LOG_EVERY_S	10	/* "at the cap" at most this often */
 #define HTTPCONN_FD_SPARE	64	/* database, curl, logs, listener */
+#define HTTPCONN_GRACE_S	1.0	/* before the minimum rate applies */
+#define HTTPCONN_YOUNG_S	0.5	/* never evicted younger than this */
 
 struct httpconn {
 	struct httpconns	*owner;
 	struct bufferevent	*bev;		/* one reference is ours */
 	struct event		*deadline;
 	int			 watched;	/* closecb set on its evcon */
+	int			 busy;		/* a whole request, being answered */
+	int			 shut;		/* shut down by us, closing */
+	double			 t0;		/* connected, or last answered */
+	double			 tfirst;	/* first byte of this request */
+	size_t			 nread;		/* bytes of this request so far */
 	TAILQ_ENTRY(httpconn)	 entry;
 };
 
@@ -47,6 +63,8 @@ struct httpconns {
 	struct evhttp			*http;
 	struct evhttp_bound_socket	**sockp;
 	int				 max;
+	int				 min_rate;	/* bytes/s; 0: none */
+	int				 shutting;	/* shut, not yet closed */
 	struct timeval			 deadline;
 	struct event			*sweep;
 	int				 n;	/* open now */
@@ -54,6 +72,8 @@ struct httpconns {
 	time_t				 logged; /* last "at the cap" line */
 	uint64_t			 expired; /* shut by the deadline */
 	uint64_t			 pauses;  /* times the cap was hit */
+	uint64_t			 slow;	  /* shut below the minimum rate */
+	uint64_t			 evicted; /* evicted at the cap */
 	TAILQ_HEAD(, httpconn)		 conns;
 };
 
@@ -104,10 +124,98 @@ httpconn_close(struct httpconn *hc)
 	struct httpconns	*o = hc->owner;
 
 	TAILQ_REMOVE(&o->conns, hc, entry);
+	if (hc->shut)
+		o->shutting--;
 	event_free(hc->deadline);
 	bufferevent_decref(hc->bev);
 	free(hc);
 	o->n--;
+}
+
+/* Seconds on a monotonic clock. */
+static double
+httpconn_now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Shut a connection's socket: evhttp reads end-of-file and frees it. */
+static void
+httpconn_shut(struct httpconn *hc)
+{
+	evutil_socket_t	s = bufferevent_getfd(hc->bev);
+
+	if (!hc->shut) {
+		hc->shut = 1;
+		hc->owner->shutting++;
+	}
+	if (s != -1)
+		shutdown(s, SHUT_RDWR);
+}
+
+/*
+ * At the cap: shut the slowest incomplete request to make room -- an
+ * idle connection first (the oldest), else the lowest bytes per second
+ * since its request began. Never one being answered, never a young one
+ * (it may not have had the time to send). 0 when one was shut, -1 when
+ * none could be.
+ */
+static int
+httpconns_evict(struct httpconns *o)
+{
+	struct httpconn	*hc, *victim = NULL;
+	double		 now = httpconn_now(), age, rate, best = 0;
+
+	TAILQ_FOREACH(hc, &o->conns, entry) {
+		if (hc->busy || hc->shut || now - hc->t0 < HTTPCONN_YOUNG_S)
+			continue;
+		age = now - (hc->nread > 0 ? hc->tfirst : hc->t0);
+		rate = hc->nread > 0 ? (double)hc->nread / (age > 0.001 ?
+		    age : 0.001) : -age;	/* idle: the oldest first */
+		if (victim == NULL || rate < best) {
+			victim = hc;
+			best = rate;
+		}
+	}
+	if (victim == NULL)
+		return -1;
+	o->evicted++;
+	log_debug("http: at the cap: evicting a connection (%zu bytes in "
+	    "%.1f s)", victim->nread, now - victim->t0);
+	httpconn_shut(victim);
+	return 0;
+}
+
+/* Shut requests arriving below the minimum rate. */
+static void
+httpconns_check_rate(struct httpconns *o)
+{
+	struct httpconn	*hc;
+	double		 now = httpconn_now();
+
+	if (o->min_rate <= 0)
+		return;
+	TAILQ_FOREACH(hc, &o->conns, entry) {
+		if (hc->busy || hc->shut || hc->nread == 0)
+			continue;
+		if (now - hc->tfirst <= HTTPCONN_GRACE_S +
+		    (double)hc->nread / o->min_rate)
+			continue;
+		o->slow++;
+		log_debug("http: connection shut: %zu bytes in %.1f s, below "
+		    "%d bytes/s", hc->nread, now - hc->tfirst, o->min_rate);
+		httpconn_shut(hc);
+	}
+}
+
+/* Open connections that count against the cap (not being shut). */
+static int
+httpconns_live(const struct httpconns *o)
+{
+	return o->n - o->shutting;
 }
 
 /* True once evhttp has freed its side (bufferevent_free clears these). */
@@ -143,7 +251,9 @@ httpconns_sweep(evutil_socket_t fd, short what, void *arg)
 	struct timeval		 tv = { 0, HTTPCONN_SWEEP_MS * 1000 };
 
 	httpconns_reap(o);
-	if (o->paused && o->n < o->max)
+	httpconns_check_rate(o);
+	if (o->paused && (httpconns_live(o) < o->max ||
+	    httpconns_evict(o) == 0))
 		httpconns_resume(o);
 	if (o->n > 0)
 		evtimer_add(o->sweep, &tv);
@@ -157,15 +267,13 @@ static void
 httpconn_expire(evutil_socket_t fd, short what, void *arg)
 {
 	struct httpconn	*hc = arg;
-	evutil_socket_t	 s = bufferevent_getfd(hc->bev);
 
-	if (httpconn_released(hc))
+	if (httpconn_released(hc) || hc->shut)
 		return;
 	hc->owner->expired++;
 	log_debug("http: connection shut: no whole request in %ld s",
 	    (long)hc->owner->deadline.tv_sec);
-	if (s != -1)
-		shutdown(s, SHUT_RDWR);
+	httpconn_shut(hc);
 }
 
 /*
@@ -180,7 +288,7 @@ httpconn_closecb(struct evhttp_connection *evcon, void *arg)
 	struct httpconns	*o = hc->owner;
 
 	httpconn_close(hc);
-	if (o->paused && o->n < o->max)
+	if (o->paused && httpconns_live(o) < o->max)
 		httpconns_resume(o);
 }
 
@@ -191,8 +299,26 @@ httpconn_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 {
 	struct httpconn	*hc = arg;
 
-	if (info->n_added > 0)
+	if (info->n_added > 0) {
 		evtimer_add(hc->deadline, &hc->owner->deadline);
+		hc->busy = 0;
+		hc->nread = 0;
+		hc->t0 = httpconn_now();
+	}
+}
+
+/* Bytes of a request arrived: the rate is measured from the first. */
+static void
+httpconn_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct httpconn	*hc = arg;
+
+	if (info->n_added == 0 || hc->busy)
+		return;
+	if (hc->nread == 0)
+		hc->tfirst = httpconn_now();
+	hc->nread += info->n_added;
 }
 
 /* evhttp accepted a connection: its bufferevent, counted. */
@@ -210,7 +336,8 @@ httpconns_bevcb(struct event_base *base, void *arg)
 	hc->deadline = evtimer_new(base, httpconn_expire, hc);
 	if (hc->bev == NULL || hc->deadline == NULL ||
 	    evbuffer_add_cb(bufferevent_get_output(hc->bev), httpconn_output,
-	    hc) == NULL) {
+	    hc) == NULL || evbuffer_add_cb(bufferevent_get_input(hc->bev),
+	    httpconn_input, hc) == NULL) {
 		if (hc->bev != NULL)
 			bufferevent_free(hc->bev);
 		if (hc->deadline != NULL)
@@ -218,15 +345,17 @@ httpconns_bevcb(struct event_base *base, void *arg)
 		free(hc);
 		return NULL;
 	}
+	hc->t0 = httpconn_now();
 	/* Before hc joins: evhttp has not set its callbacks yet. */
-	if (o->n + 1 >= o->max)
+	if (httpconns_live(o) + 1 >= o->max)
 		httpconns_reap(o);	/* some may be gone already */
 	bufferevent_incref(hc->bev);
 	TAILQ_INSERT_TAIL(&o->conns, hc, entry);
 	evtimer_add(hc->deadline, &o->deadline);
 	if (o->n++ == 0)
 		evtimer_add(o->sweep, &tv);
-	if (o->n >= o->max)
+	/* At the cap: make room for the next one now, else stop accepting. */
+	if (httpconns_live(o) >= o->max && httpconns_evict(o) == -1)
 		httpconns_pause(o);
 	return hc->bev;
 }
@@ -247,7 +376,8 @@ httpconns_check_nofile(int max)
 
 struct httpconns *
 httpconns_new(struct event_base *base, struct evhttp *http,
-    struct evhttp_bound_socket **sockp, int max, int deadline_s)
+    struct evhttp_bound_socket **sockp, int max, int deadline_s,
+    int min_rate)
 {
 	struct httpconns	*o;
 
@@ -261,6 +391,7 @@ httpconns_new(struct event_base *base, struct evhttp *http,
 	o->http = http;
 	o->sockp = sockp;
 	o->max = max;
+	o->min_rate = min_rate;
 	o->deadline.tv_sec = deadline_s;
 	TAILQ_INIT(&o->conns);
 	httpconns_check_nofile(max);
@@ -282,6 +413,7 @@ httpconns_request(struct httpconns *o, struct evhttp_request *req)
 	TAILQ_FOREACH(hc, &o->conns, entry) {
 		if (hc->bev == bev) {
 			evtimer_del(hc->deadline);
+			hc->busy = 1;
 			if (!hc->watched)
 				evhttp_connection_set_closecb(evcon,
 				    httpconn_closecb, hc);
@@ -313,8 +445,17 @@ httpconns_metrics(const struct httpconns *o, struct evbuffer *out)
 	    "# HELP modegate_http_cap_reached_total Times "
 	    "MODEGATE_MAX_CONNECTIONS was reached (accepting paused).\n"
 	    "# TYPE modegate_http_cap_reached_total counter\n"
-	    "modegate_http_cap_reached_total %llu\n", o->n,
-	    (unsigned long long)o->expired, (unsigned long long)o->pauses);
+	    "modegate_http_cap_reached_total %llu\n"
+	    "# HELP modegate_http_slow_closed_total Connections shut when "
+	    "a request arrived below MODEGATE_HTTP_MIN_RATE.\n"
+	    "# TYPE modegate_http_slow_closed_total counter\n"
+	    "modegate_http_slow_closed_total %llu\n"
+	    "# HELP modegate_http_evicted_total Incomplete requests evicted "
+	    "at MODEGATE_MAX_CONNECTIONS to make room for a new connection.\n"
+	    "# TYPE modegate_http_evicted_total counter\n"
+	    "modegate_http_evicted_total %llu\n", o->n,
+	    (unsigned long long)o->expired, (unsigned long long)o->pauses,
+	    (unsigned long long)o->slow, (unsigned long long)o->evicted);
 }
 
 void
