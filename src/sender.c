@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <json-c/json.h>
@@ -311,6 +312,24 @@ sender_finish(struct sender_row *row, const char *json)
 	sender_record(row);
 }
 
+/* True when a failed post may still have been accepted: the request went
+ * out but no answer came back (timeout, connection cut while waiting). */
+static int
+sender_maybe_sent(const struct graph_result *r, const char *kind)
+{
+	if (r->http_status != 0 || strcmp(kind, "read") == 0)
+		return 0;
+	switch (r->curl_code) {
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_PARTIAL_FILE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* The Graph API answered a post. */
 static void
 sender_posted(const struct graph_result *r, void *arg)
@@ -330,6 +349,13 @@ sender_posted(const struct graph_result *r, void *arg)
 	}
 	if (rr.cls == GRAPH_STOP)
 		sender_pause(s, &rr);
+	if (rr.cls == GRAPH_RETRY && sender_maybe_sent(&rr, row->kind) &&
+	    s->reconcile_s > 0) {
+		/* The request may have reached Meta: give its status webhook
+		 * the reconcile window before posting it again. */
+		rr.retry_after_s = s->reconcile_s;
+		rr.cls = GRAPH_BACKOFF;
+	}
 	sender_result_json(&rr, row->attempts, s->retry_base_ms, buf,
 	    sizeof buf);
 	sender_count(s, rr.cls == GRAPH_OK ? "sent" :

@@ -455,6 +455,24 @@ def test_status_of_a_second_post_is_a_counted_duplicate(h, g):
 
 
 @with_graph
+def test_post_with_no_answer_waits_for_its_status(h, g):
+    # The Graph API takes the post but answers after the client's timeout
+    # (2 s with a 3 s lease): the message may have gone out, so it is not
+    # posted again after the usual retry delay but after
+    # MODEGATE_SEND_RECONCILE_S; its status webhook comes first and
+    # settles it.
+    serve(h, g, MODEGATE_SEND_LEASE_S="3", MODEGATE_SEND_RECONCILE_S="10")
+    g.statuses(h, delay=0.5)
+    g.script({"delay": 3})
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    wait_state(h, oid, "sent", timeout=10)
+    time.sleep(1)
+    eq(len(g.requests()), 1, "posted once")
+    eq(h.sql1("SELECT reason FROM audit_log WHERE step = 'send' AND "
+              "decision = 'sent'"), "status", "settled by its status")
+
+
+@with_graph
 def test_status_webhooks_settle_rows_in_any_order(h, g):
     # Statuses arrive in reverse (read first), with no delay: often
     # before the sender recorded the answer. Every row ends sent with its
