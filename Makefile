@@ -106,7 +106,8 @@ $(BUILD)/rules/%.flat: %.json $(BIN)/modegate
 	@mkdir -p $(dir $@)
 	$(BIN)/modegate rules-flatten $< > $@.tmp && mv $@.tmp $@
 
-unit: $(CORE_TESTS) $(SHELL_TESTS) $(RULE_FLATS) $(BUILD)/tests/gen_router_golden
+unit: $(CORE_TESTS) $(SHELL_TESTS) $(RULE_FLATS) $(BUILD)/tests/gen_router_golden \
+	$(BUILD)/tests/gen_turn_golden
 
 check-core: $(LIBCORE)
 	@tests/check-core.sh $(LIBCORE)

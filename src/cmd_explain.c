@@ -20,7 +20,7 @@
 
 #include "cmd.h"
 #include "config.h"
-#include "pipeline.h"
+#include "commit.h"
 #include "ruleset.h"
 
 #ifndef MG_RULES_DIR
@@ -40,6 +40,8 @@ struct explain {
 	struct router_result	 route;
 	bool			 routed;
 	char			 constraints[GATE_TEXT_MAX];
+	struct turn_plan	 plan;		/* the worker's decision */
+	int64_t			 now_ms;
 };
 
 /* A whole number in [min, max] from s, or -1. */
@@ -94,30 +96,85 @@ explain_args(int argc, char **argv, struct explain *ex)
 	return 0;
 }
 
-/* The pipeline: intent, policy, router (unless blocked), gate. */
-static void
+/* The turn the worker would decide for this one message (flag on, the
+ * AI in control, nothing recorded). */
+static int
 explain_run(const struct ruleset *rs, struct explain *ex)
 {
-	struct pipeline_input	in;
-	struct pipeline_result	out;
-	int64_t			now = (int64_t)time(NULL) * 1000;
+	struct turn_input	in;
+	struct turn_msg		m;
+	const struct turn_msg_plan *mp;
+	const struct mode_state	*st;
 
+	ex->now_ms = (int64_t)time(NULL) * 1000;
 	if (ex->st.pending >= 0)
-		ex->st.pending_at_ms = now - ex->pending_age_min * MS_PER_MIN;
+		ex->st.pending_at_ms = ex->now_ms - ex->pending_age_min *
+		    MS_PER_MIN;
+	memset(&m, 0, sizeof m);
+	m.id = 1;
+	m.type = "text";
+	m.text = ex->message;
+	m.at_ms = ex->now_ms;
 	memset(&in, 0, sizeof in);
-	in.text = ex->message;
-	in.len = strlen(ex->message);
-	in.state = ex->st;
-	in.route = true;
-	in.now_ms = now;
-	in.last_message_at_ms = now - (ex->inactive_days > 0 ?
+	in.conv.st = ex->st;
+	in.conv.flag = TURN_FLAG_ON;
+	in.conv.last_inbound_at = ex->now_ms - (ex->inactive_days > 0 ?
 	    ex->inactive_days * 24 * 60 * MS_PER_MIN : MS_PER_MIN);
-	pipeline_decide(rs, &in, &out);
-	ex->intent = out.intent;
-	ex->policy = out.policy;
-	ex->route = out.route;
-	ex->routed = out.routed;
-	memcpy(ex->constraints, out.constraints, sizeof ex->constraints);
+	in.msgs = &m;
+	in.nmsgs = 1;
+	in.now_ms = ex->now_ms;
+	in.max_age_ms = INT64_MAX / 2;
+	if (turn_decide(rs, &in, &ex->plan) == -1)
+		return -1;
+	mp = &ex->plan.msgs[0];
+	ex->intent = mp->intent;
+	ex->policy = mp->policy;
+	ex->route = mp->route.r;
+	ex->routed = mp->routed;
+	st = ex->routed ? &ex->route.state : &ex->st;
+	turn_constraints(rs, st, ex->policy.constraints, ex->constraints,
+	    sizeof ex->constraints);
+	return 0;
+}
+
+/* The plan as the worker commits it: the reply choice, the tools and
+ * the claims guarded, and the mg_commit_turn payload it encodes. */
+static json_object *
+explain_plan(const struct ruleset *rs, const struct explain *ex)
+{
+	const struct turn_plan	*p = &ex->plan;
+	struct commit		 c;
+	json_object		*o = json_object_new_object(), *a;
+	int			 i;
+
+	json_object_object_add(o, "reply", json_object_new_string(
+	    p->reply == REPLY_LLM ? "llm" : p->reply == REPLY_CANNED ?
+	    "canned" : "none"));
+	json_object_object_add(o, "canned", p->canned != NULL ?
+	    json_object_new_string(p->canned) : NULL);
+	json_object_object_add(o, "mark_read",
+	    json_object_new_boolean(p->mark_read));
+	a = json_object_new_array();
+	for (i = 0; i < TOOL__COUNT; i++)
+		if (p->tools_offered & (1u << i))
+			json_object_array_add(a,
+			    json_object_new_string(tool_name(i)));
+	json_object_object_add(o, "tools_offered", a);
+	a = json_object_new_array();
+	for (i = 0; i < MODE__COUNT; i++)
+		if (p->guard_modes & (1u << i))
+			json_object_array_add(a,
+			    json_object_new_string(mode_name(i)));
+	json_object_object_add(o, "guard_modes", a);
+	if (commit_init(&c, ex->now_ms) == 0) {
+		commit_plan(&c, p);
+		if (p->reply == REPLY_CANNED)
+			commit_reply(&c, messages_reply(rs->messages, p->canned),
+			    p->canned, p->reply_to);
+		json_object_object_add(o, "commit", json_object_get(c.o));
+		commit_free(&c);
+	}
+	return o;
 }
 
 /* A JSON array of the gate's tools with (or without) the allowed bit. */
@@ -197,6 +254,7 @@ explain_json(const struct ruleset *rs, const struct explain *ex)
 	    explain_list(rs, st->mode, false));
 	json_object_object_add(o, "prompt_constraints",
 	    json_object_new_string(ex->constraints));
+	json_object_object_add(o, "plan", explain_plan(rs, ex));
 	printf("%s\n", json_object_to_json_string_ext(o,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
@@ -249,11 +307,16 @@ cmd_explain(int argc, char **argv)
 			fprintf(stderr, "%s\n", d.msg[i]);
 		return EX_CONFIG_CODE;
 	}
-	explain_run(&rs, &ex);
+	if (explain_run(&rs, &ex) == -1) {
+		ruleset_free(&rs);
+		fprintf(stderr, "explain: out of memory\n");
+		return 1;
+	}
 	if (ex.json)
 		explain_json(&rs, &ex);
 	else
 		explain_text(&rs, &ex);
+	turn_plan_free(&ex.plan);
 	ruleset_free(&rs);
 	return 0;
 }

@@ -1,21 +1,19 @@
 /*
  * cmd_guard.c -- modegate guard --mode M: check replies, one a line on
- * stdin, against the claims forbidden in mode M, and print "OK" or
- * "VIOLATION<TAB>id[,id...]" a line (every violated claim, in the order
- * mode/capabilities.json lists them).
+ * stdin, against the claims forbidden in mode M (the core's
+ * turn_claims_made, as the worker's guard), and print "OK" or
+ * "VIOLATION<TAB>id[,id...]" a line (every violated claim, in
+ * claims.json's order).
  * SPDX-License-Identifier: MIT
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cmd.h"
 #include "config.h"
 #include "rules.h"
-#include "../mode/gate.h"
-#include "../mode/guard.h"
+#include "../mode/turn.h"
 
 #ifndef MG_RULES_DIR
 #define MG_RULES_DIR "."
@@ -36,117 +34,77 @@ guard_print_diag(const struct diag *d)
 		fprintf(stderr, "... and %zu more problems\n", d->dropped);
 }
 
-/* The prompt of claim id, or NULL when unknown (gate_claim_text_fn). */
-static const char *
-guard_claim_text(const void *ctx, const char *id)
-{
-	const struct claims	*cl = ctx;
-
-	return claims_prompt(cl, claims_find(cl, id));
-}
-
-/*
- * Load mode/capabilities.json with the gate's loader (every problem, and
- * claim ids unknown to cl, go to d) and fill which with the claims mode m
- * forbids. Returns the count.
- */
-static size_t
-guard_mode_claims(const struct claims *cl, const char *path, enum mode m,
-    int *which, struct diag *d)
-{
-	struct flat	 caps;
-	struct gate	*g;
-	size_t		 i, nw = 0;
-	int		 idx;
-
-	if (rules_read_flat(path, CAPS_LABEL, &caps, d) == -1)
-		return 0;
-	g = gate_load(&caps, d);
-	flat_free(&caps);
-	if (g == NULL)
-		return 0;
-	gate_check_claims(g, guard_claim_text, cl, d);
-	for (i = 0; i < gate_claim_count(g, m) && nw < GUARD_MAX_CLAIMS; i++)
-		if ((idx = claims_find(cl, gate_claim(g, m, i))) != -1)
-			which[nw++] = idx;
-	gate_free(g);
-	return nw;
-}
-
-/* Read stdin line by line and print the verdict of each. */
+/* Read stdin line by line and print the core's verdict on each. */
 static int
-guard_lines(const struct claims *cl, const int *which, size_t nwhich)
+guard_lines(const struct ruleset *rs, enum mode m)
 {
-	int	 viol[GUARD_MAX_CLAIMS];
-	char	*line = NULL;
-	size_t	 cap = 0, nv, i;
-	ssize_t	 len;
+	const char	*ids[TURN_VIOLATIONS_MAX];
+	char		*line = NULL;
+	size_t		 cap = 0, nv, i;
+	ssize_t		 len;
 
 	while ((len = getline(&line, &cap, stdin)) != -1) {
 		while (len > 0 && (line[len - 1] == '\n' ||
 		    line[len - 1] == '\r'))
-			len--;
-		nv = guard_check(cl, which, nwhich, line, (size_t)len, viol,
-		    GUARD_MAX_CLAIMS);
+			line[--len] = '\0';
+		nv = turn_claims_made(rs, 1u << m, line, ids,
+		    TURN_VIOLATIONS_MAX);
 		if (nv == 0) {
 			puts("OK");
 			continue;
 		}
 		fputs("VIOLATION\t", stdout);
-		for (i = 0; i < nv && i < GUARD_MAX_CLAIMS; i++)
-			printf("%s%s", i > 0 ? "," : "", claims_id(cl, viol[i]));
+		for (i = 0; i < nv && i < TURN_VIOLATIONS_MAX; i++)
+			printf("%s%s", i > 0 ? "," : "", ids[i]);
 		putchar('\n');
 	}
 	free(line);
 	return ferror(stdin) ? 1 : 0;
 }
 
-/*
- * Load claims.json and, when present, the mode's forbidden claims from
- * capabilities.json; without it every claim applies (with a warning).
- * Returns the table or NULL with the problems in d.
- */
-static struct claims *
-guard_load(const char *dir, enum mode mode, int *which, size_t *nwhich,
+/* Load one rule file of dir into f; -1 with the problem in d. */
+static int
+guard_read(const char *dir, const char *label, struct flat *f,
     struct diag *d)
 {
-	struct flat	 f;
-	struct claims	*cl;
-	char		 path[4096];
-	size_t		 i;
+	char	path[4096];
 
-	snprintf(path, sizeof path, "%s/%s", dir, CLAIMS_LABEL);
-	if (rules_read_flat(path, CLAIMS_LABEL, &f, d) == -1)
-		return NULL;
-	cl = claims_load(&f, d);
-	flat_free(&f);
-	if (cl == NULL)
-		return NULL;
-	snprintf(path, sizeof path, "%s/%s", dir, CAPS_LABEL);
-	if (access(path, F_OK) == -1 && errno == ENOENT) {
-		fprintf(stderr, "modegate guard: warning: %s not found; "
-		    "checking every claim\n", CAPS_LABEL);
-		for (i = 0; i < claims_count(cl); i++)
-			which[i] = (int)i;
-		*nwhich = claims_count(cl);
-		return cl;
+	snprintf(path, sizeof path, "%s/%s", dir, label);
+	return rules_read_flat(path, label, f, d);
+}
+
+/*
+ * The two rule files the guard needs, claims.json and capabilities.json
+ * (a partial rules folder will do), into rs; 0, or -1 with every problem
+ * in d.
+ */
+static int
+guard_load(const char *dir, struct ruleset *rs, struct diag *d)
+{
+	struct flat	f;
+
+	memset(rs, 0, sizeof *rs);
+	if (guard_read(dir, CLAIMS_LABEL, &f, d) == 0) {
+		rs->claims = claims_load(&f, d);
+		flat_free(&f);
 	}
-	*nwhich = guard_mode_claims(cl, path, mode, which, d);
-	if (d->n > 0) {
-		claims_free(cl);
-		return NULL;
+	if (guard_read(dir, CAPS_LABEL, &f, d) == 0) {
+		rs->gate = gate_load(&f, d);
+		flat_free(&f);
 	}
-	return cl;
+	if (rs->gate != NULL && rs->claims != NULL)
+		gate_check_claims(rs->gate, turn_claim_text, rs->claims, d);
+	return d->n + d->dropped > 0 || rs->gate == NULL ||
+	    rs->claims == NULL ? -1 : 0;
 }
 
 int
 cmd_guard(int argc, char **argv)
 {
 	struct diag	 d;
-	struct claims	*cl;
+	struct ruleset	 rs;
 	const char	*dir, *mode = NULL;
-	int		 which[GUARD_MAX_CLAIMS], rc, m = -1;
-	size_t		 nwhich = 0;
+	int		 rc = EX_CONFIG_CODE, m = -1;
 
 	if (argc == 3 && strcmp(argv[1], "--mode") == 0)
 		mode = argv[2];
@@ -161,11 +119,11 @@ cmd_guard(int argc, char **argv)
 	if ((dir = getenv("MODEGATE_RULES_DIR")) == NULL || *dir == '\0')
 		dir = MG_RULES_DIR;
 	diag_init(&d);
-	if ((cl = guard_load(dir, (enum mode)m, which, &nwhich, &d)) == NULL) {
+	if (guard_load(dir, &rs, &d) == 0)
+		rc = guard_lines(&rs, (enum mode)m);
+	else
 		guard_print_diag(&d);
-		return EX_CONFIG_CODE;
-	}
-	rc = guard_lines(cl, which, nwhich);
-	claims_free(cl);
+	claims_free(rs.claims);
+	gate_free(rs.gate);
 	return rc;
 }

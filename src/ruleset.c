@@ -24,17 +24,6 @@ read_rule(const char *dir, const char *label, struct flat *f,
 	return rules_read_flat(path, label, f, d);
 }
 
-const char *
-ruleset_claim_text(const void *ctx, const char *id)
-{
-	const struct claims	*c = ctx;
-	int			 i;
-
-	if (c == NULL || (i = claims_find(c, id)) == -1)
-		return NULL;
-	return claims_prompt(c, i);
-}
-
 int
 ruleset_load(struct ruleset *rs, const char *dir, struct diag *d)
 {
@@ -58,6 +47,10 @@ ruleset_load(struct ruleset *rs, const char *dir, struct diag *d)
 		rs->gate = gate_load(&f, d);
 		flat_free(&f);
 	}
+	if (read_rule(dir, "mode/messages.json", &f, d) == 0) {
+		rs->messages = messages_load(&f, d);
+		flat_free(&f);
+	}
 	if (read_rule(dir, "policy/policy.json", &f, d) == 0) {
 		rs->policy = policy_load(&f, d);
 		flat_free(&f);
@@ -65,7 +58,7 @@ ruleset_load(struct ruleset *rs, const char *dir, struct diag *d)
 	if (rs->gate != NULL && rs->matrix != NULL)
 		gate_check_prompts(rs->gate, rs->matrix, d);
 	if (rs->gate != NULL && rs->claims != NULL)
-		gate_check_claims(rs->gate, ruleset_claim_text, rs->claims, d);
+		gate_check_claims(rs->gate, turn_claim_text, rs->claims, d);
 	if (d->n + d->dropped != before) {
 		ruleset_free(rs);
 		return -1;
@@ -81,5 +74,6 @@ ruleset_free(struct ruleset *rs)
 	matrix_free(rs->matrix);
 	gate_free(rs->gate);
 	policy_free(rs->policy);
+	messages_free(rs->messages);
 	memset(rs, 0, sizeof *rs);
 }

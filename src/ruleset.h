@@ -1,25 +1,14 @@
 /*
  * ruleset.h -- every rule file of a rules directory, loaded and checked
  * together: mode/intents.json, mode/claims.json, mode/transitions.json,
- * mode/capabilities.json and policy/policy.json.
+ * mode/capabilities.json, mode/messages.json and policy/policy.json
+ * (struct ruleset is the core's: mode/turn.h).
  * SPDX-License-Identifier: MIT
  */
 #ifndef MG_RULESET_H
 #define MG_RULESET_H
 
-#include "../mode/gate.h"
-#include "../mode/guard.h"
-#include "../mode/intent.h"
-#include "../mode/router.h"
-#include "../policy/policy.h"
-
-struct ruleset {
-	struct lexicon	*lex;
-	struct claims	*claims;
-	struct matrix	*matrix;
-	struct gate	*gate;
-	struct policy	*policy;
-};
+#include "../mode/turn.h"
 
 /*
  * Load every rule file under dir, then the cross-file checks (a confirm
@@ -31,8 +20,5 @@ struct ruleset {
 int	ruleset_load(struct ruleset *rs, const char *dir, struct diag *d)
 	    MG_MUSTCHECK;
 void	ruleset_free(struct ruleset *rs);
-
-/* A gate_claim_text_fn over a struct claims (ctx): the claim's prompt. */
-const char	*ruleset_claim_text(const void *ctx, const char *id);
 
 #endif

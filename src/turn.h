@@ -15,7 +15,8 @@
 #include "dbq.h"
 #include "llm.h"
 #include "metrics_turn.h"
-#include "pipeline.h"
+#include "commit.h"
+#include "ruleset.h"
 
 struct config;
 
@@ -27,7 +28,6 @@ struct worker {
 	struct llm		*llm;
 	struct ruleset		 rs;
 	bool			 rs_loaded;
-	json_object		*texts;		/* mode/messages.json */
 	char			*persona;	/* mode/julia.md */
 	char			 name[96];	/* lease owner */
 	struct event		*tick;
@@ -40,8 +40,6 @@ struct worker {
 	struct turn		*turns;		/* list of turns in flight */
 };
 
-enum turn_flag { FLAG_OFF, FLAG_ON, FLAG_SHADOW };
-
 struct turn {
 	struct worker		*w;
 	struct turn		*next, *prev;
@@ -53,21 +51,12 @@ struct turn {
 	char			 conv_s[24];
 	char			*ids_s;		/* "{1,2}" claimed inbox ids */
 	json_object		*ctx;		/* the claim's context */
-	json_object		*out;		/* the mg_commit_turn payload */
+	struct turn_msg		*in_msgs;	/* the core's input; strings in ctx */
+	struct turn_plan	 plan;		/* the core's decision */
+	struct commit		 c;		/* the mg_commit_turn payload */
 	struct event		*renew;
-	int64_t			 now_ms;
-	enum turn_flag		 flag;
-	struct mode_state	 st0, st;	/* before and now */
-	bool			 state_changed;
-	char			 route_reason[ROUTER_REASON_MAX];
-	char			 policy_constraints[POLICY_CONSTRAINTS_MAX];
-	int64_t			 last_id;	/* last answerable message */
 	int64_t			 first_id;
 	const char		*wamid;		/* last message; in ctx */
-	bool			 answer;	/* LLM path */
-	bool			 ask_text;
-	bool			 blocked;	/* control or policy silence */
-	const char		*canned;	/* a reply from messages.json */
 	const char		*outcome;	/* for the log line */
 	/* LLM */
 	struct llm_msg		*msgs;
@@ -85,23 +74,12 @@ struct turn {
 
 /* turn.c */
 void	 turn_prepare(struct turn *);
-bool	 turn_msg_usable(struct turn *, json_object *m);
 void	 turn_reply(struct turn *, const char *text, const char *kind);
-void	 turn_persist_state(struct turn *);
-void	 turn_funnel(struct turn *, const char *status, const char *why);
-void	 turn_apply_route(struct turn *, const struct router_result *,
-	    int intent, int64_t inbox_id);
-json_object *turn_arr(struct turn *, const char *key);
+const char *turn_text(const struct worker *, const char *key);
 const char *turn_jstr(json_object *, const char *key);
 
 /* turn_llm.c */
 void	 turn_llm_start(struct turn *);
-void	 turn_audit(struct turn *, const char *step, const char *decision,
-	    const char *reason, json_object *details, int64_t inbox_id);
-void	 turn_conv_set(struct turn *, const char *key, json_object *v);
-void	 turn_iso(int64_t ms, char *buf, size_t len);
-int64_t	 turn_parse_iso(const char *);
-const char *turn_text(const struct worker *, const char *key);
 
 /* worker.c */
 void	 turn_hold(struct turn *);

@@ -41,46 +41,16 @@ static const char *const tool_sql[TOOL__COUNT] = {
 
 static void	turn_llm_done(struct llm_result *, void *);
 
-/* Merge a tool's commit fragment into the turn's payload. */
-static void
-turn_merge_commit(struct turn *t, json_object *frag)
-{
-	json_object_iter	 it;
-	size_t			 i;
-
-	json_object_object_foreachC(frag, it) {
-		if (strcmp(it.key, "conversation") == 0 &&
-		    json_object_is_type(it.val, json_type_object)) {
-			json_object_iter ci;
-			json_object_object_foreachC(it.val, ci)
-				turn_conv_set(t, ci.key,
-				    json_object_get(ci.val));
-		} else if (json_object_is_type(it.val, json_type_array)) {
-			for (i = 0; i < json_object_array_length(it.val); i++)
-				json_object_array_add(turn_arr(t, it.key),
-				    json_object_get(json_object_array_get_idx(
-				    it.val, i)));
-		}
-	}
-}
-
-/* A successful bridge is the event bridge_made: route again. */
+/* A successful bridge is the event bridge_made: the core routes again. */
 static void
 turn_bridge_made(struct turn *t)
 {
-	struct router_input	rin;
-	struct router_result	r;
+	const struct turn_route	*tr;
 
-	if (t->flag == FLAG_OFF)
+	if ((tr = turn_event(&t->w->rs, &t->plan, EVENT_BRIDGE_MADE)) == NULL)
 		return;
-	memset(&rin, 0, sizeof rin);
-	rin.intent = -1;
-	rin.events = ROUTER_EV(EVENT_BRIDGE_MADE);
-	rin.manual_target = -1;
-	rin.now_ms = t->now_ms;
-	router_route(t->w->rs.matrix, &t->st, &rin, &r);
-	turn_apply_route(t, &r, -1, t->last_id);
-	turn_persist_state(t);
+	metrics_turn_decision((int)tr->r.decision);
+	commit_route(&t->c, &t->plan, tr);
 }
 
 /* A tool's statement answered: the result (without "commit") goes to
@@ -101,8 +71,10 @@ turn_tool_cb(PGresult *res, const char *err, void *arg)
 	good = json_object_object_get_ex(o, "ok", &ok) &&
 	    json_object_get_boolean(ok);
 	if (json_object_object_get_ex(o, "commit", &frag)) {
-		if (good && !t->finished)
-			turn_merge_commit(t, frag);
+		if (good && !t->finished && commit_merge(&t->c, frag) == -1)
+			log_warnx("turn: conversation %s: tool %s: unknown keys "
+			    "in its commit, ignored", t->conv_s,
+			    tool_name(c->tool));
 		json_object_object_del(o, "commit");
 	}
 	if (good && c->tool == TOOL_CRIAR_HANDOFF_EXTERNO && !t->finished)
@@ -153,7 +125,7 @@ turn_tool_refused(const char *name, json_object *args, void *arg)
 	struct turn	*t = arg;
 
 	log_info("turn: conversation %s: tool %s refused in mode %s",
-	    t->conv_s, name, mode_name(t->st.mode));
+	    t->conv_s, name, mode_name(t->plan.prompt_mode));
 }
 
 /* Append to a growing buffer (truncating at its size). */
@@ -204,19 +176,12 @@ turn_doctor_text(struct turn *t, char *buf, size_t len)
 static int
 turn_system(struct turn *t)
 {
-	char	cons[GATE_TEXT_MAX];
-
 	if ((t->system = calloc(1, TURN_SYSTEM_MAX)) == NULL)
 		return -1;
-	if (t->flag == FLAG_ON)
-		pipeline_constraints(&t->w->rs, &t->st, t->policy_constraints,
-		    cons, sizeof cons);
-	else
-		snprintf(cons, sizeof cons, "%s", t->policy_constraints);
 	cat(t->system, TURN_SYSTEM_MAX, t->w->persona);
-	if (cons[0] != '\0') {
+	if (t->plan.constraints[0] != '\0') {
 		cat(t->system, TURN_SYSTEM_MAX, GATE_SEPARATOR);
-		cat(t->system, TURN_SYSTEM_MAX, cons);
+		cat(t->system, TURN_SYSTEM_MAX, t->plan.constraints);
 	}
 	cat(t->system, TURN_SYSTEM_MAX, GATE_SEPARATOR);
 	turn_doctor_text(t, t->system, TURN_SYSTEM_MAX);
@@ -269,7 +234,8 @@ turn_transcript(struct turn *t)
 	if (json_object_object_get_ex(t->ctx, "messages", &h))
 		for (i = 0; i < json_object_array_length(h); i++) {
 			m = json_object_array_get_idx(h, i);
-			if (turn_msg_usable(t, m))
+			if (i < t->plan.nmsgs &&
+			    turn_in_transcript(&t->plan.msgs[i]))
 				turn_line(t, roles, "user",
 				    turn_jstr(m, "text"));
 		}
@@ -290,39 +256,38 @@ turn_transcript(struct turn *t)
 	return 0;
 }
 
-/* Layer 1: the tools offered, and the gate's audit row. */
+/* Layer 1: the tools the plan offers, and the gate's audit row. */
 static void
 turn_tools(struct turn *t)
 {
-	json_object	*d = json_object_new_object(), *al, *rm;
-	unsigned	 allowed = gate_tools(t->w->rs.gate, t->st.mode);
-	int		 i;
+	const struct turn_plan	*p = &t->plan;
+	json_object		*d = json_object_new_object(), *al, *rm;
+	bool			 on = p->flag == TURN_FLAG_ON;
+	int			 i;
 
 	al = json_object_new_array();
 	rm = json_object_new_array();
 	t->ntools = 0;
 	for (i = 0; i < TOOL__COUNT; i++) {
-		if (!(allowed & (1u << i)))
+		if (!(p->tools_allowed & (1u << i)))
 			json_object_array_add(rm, json_object_new_string(
 			    tool_name(i)));
-		if (t->flag == FLAG_ON && !(allowed & (1u << i)))
-			continue;
-		if (tools_schema_get(i, &t->tools[t->ntools]) == 0) {
+		if ((p->tools_offered & (1u << i)) &&
+		    tools_schema_get(i, &t->tools[t->ntools]) == 0) {
 			t->ntools++;
 			json_object_array_add(al, json_object_new_string(
 			    tool_name(i)));
 		}
 	}
-	json_object_object_add(d, "flag", json_object_new_string(
-	    t->flag == FLAG_ON ? "on" : t->flag == FLAG_SHADOW ? "shadow" :
-	    "off"));
-	json_object_object_add(d, "pending", t->st.pending >= 0 ?
-	    json_object_new_string(mode_name(t->st.pending)) : NULL);
+	json_object_object_add(d, "flag",
+	    json_object_new_string(turn_flag_name(p->flag)));
+	json_object_object_add(d, "pending", p->st.pending >= 0 ?
+	    json_object_new_string(mode_name(p->st.pending)) : NULL);
 	json_object_object_add(d, "tools_offered", al);
-	json_object_object_add(d, t->flag == FLAG_ON ? "tools_removed" :
-	    "tools_would_remove", rm);
-	turn_audit(t, "gate", mode_name(t->st.mode), t->flag == FLAG_ON ?
-	    "enforced" : "not_enforced", d, t->last_id);
+	json_object_object_add(d, on ? "tools_removed" : "tools_would_remove",
+	    rm);
+	commit_audit(&t->c, "gate", mode_name(p->prompt_mode), on ?
+	    "enforced" : "not_enforced", d, p->reply_to);
 }
 
 /* The prompt as recorded in the llm audit row. */
@@ -364,7 +329,7 @@ turn_llm_send(struct turn *t, const char *system, size_t ntools)
 	req.nmsgs = t->nmsgs;
 	req.tools = ntools > 0 ? t->tools : NULL;
 	req.ntools = ntools;
-	req.mode = mode_name(t->st.mode);
+	req.mode = mode_name(t->plan.prompt_mode);
 	memset(&ops, 0, sizeof ops);
 	ops.exec = turn_tool_exec;
 	ops.refused = turn_tool_refused;
@@ -422,8 +387,8 @@ turn_audit_llm(struct turn *t, const struct llm_result *r)
 		json_object_object_add(d, "error", e);
 	}
 	json_object_object_add(d, "prompt", json_object_get(t->prompt));
-	turn_audit(t, "llm", r->ok ? "ok" : "error", r->ok ?
-	    llm_stop_name(r->stop) : llm_err_name(r->err.cls), d, t->last_id);
+	commit_audit(&t->c, "llm", r->ok ? "ok" : "error", r->ok ?
+	    llm_stop_name(r->stop) : llm_err_name(r->err.cls), d, t->plan.reply_to);
 	for (i = 0; i < r->ncalls; i++) {
 		c = json_object_new_object();
 		json_object_object_add(c, "args", json_object_new_string(
@@ -432,9 +397,9 @@ turn_audit_llm(struct turn *t, const struct llm_result *r)
 		    r->calls[i].result != NULL ? r->calls[i].result : ""));
 		json_object_object_add(c, "round",
 		    json_object_new_int(r->calls[i].round));
-		turn_audit(t, "tool", r->calls[i].refused ? "refused" :
+		commit_audit(&t->c, "tool", r->calls[i].refused ? "refused" :
 		    r->calls[i].is_error ? "error" : "executed",
-		    r->calls[i].name, c, t->last_id);
+		    r->calls[i].name, c, t->plan.reply_to);
 	}
 }
 
@@ -500,69 +465,75 @@ turn_regenerate(struct turn *t, const char *reply, const char **ids,
 	free(sys);
 }
 
-/* Check a reply with the guard; 1 when it may be sent. */
+/* Check a reply with the core's guard; 1 when it may be sent. */
 static int
-turn_guard(struct turn *t, const char *reply)
+turn_guard_reply(struct turn *t, const char *reply)
 {
-	const char	*ids[PIPELINE_VIOLATIONS_MAX];
-	json_object	*d, *a;
-	size_t		 n, i;
-	double		 t0;
+	struct turn_guard_result	 g;
+	json_object			*d, *a;
+	size_t				 i;
+	double				 t0;
+	int				 m;
 
-	if (t->flag == FLAG_OFF)
-		return 1;
 	t0 = metrics_turn_now();
-	n = pipeline_guard(&t->w->rs, t->st.mode, reply, ids,
-	    PIPELINE_VIOLATIONS_MAX);
+	turn_guard(&t->w->rs, &t->plan, reply, t->regen, &g);
+	if (!g.checked)
+		return 1;
 	metrics_turn_step(MT_GUARD, t0);
-	if (n > PIPELINE_VIOLATIONS_MAX)
-		n = PIPELINE_VIOLATIONS_MAX;
-	for (i = 0; i < n; i++)
-		metrics_turn_guard_violation(ids[i]);
+	for (i = 0; i < g.n; i++)
+		metrics_turn_guard_violation(g.ids[i]);
 	d = json_object_new_object();
 	a = json_object_new_array();
-	for (i = 0; i < n; i++)
-		json_object_array_add(a, json_object_new_string(ids[i]));
+	for (i = 0; i < g.n; i++)
+		json_object_array_add(a, json_object_new_string(g.ids[i]));
 	json_object_object_add(d, "forbidden_claims", a);
 	json_object_object_add(d, "attempt", json_object_new_int(t->regen));
 	json_object_object_add(d, "mode", json_object_new_string(
-	    mode_name(t->st.mode)));
-	if (n > 0)
+	    mode_name(t->plan.st.mode)));
+	a = json_object_new_array();
+	for (m = 0; m < MODE__COUNT; m++)
+		if (t->plan.guard_modes & (1u << m))
+			json_object_array_add(a,
+			    json_object_new_string(mode_name(m)));
+	json_object_object_add(d, "modes_checked", a);
+	json_object_object_add(d, "enforced",
+	    json_object_new_boolean(g.enforced));
+	if (g.n > 0)
 		json_object_object_add(d, "reply",
 		    json_object_new_string(reply));
-	if (n == 0 || t->flag == FLAG_SHADOW) {
-		turn_audit(t, "guard", "pass", n > 0 ? "shadow: not enforced" :
-		    NULL, d, t->last_id);
+	/* Shadow: the row says what enforcement would have done. */
+	commit_audit(&t->c, "guard", turn_verdict_name(g.verdict),
+	    g.n == 0 ? NULL : !g.enforced ? "shadow: not enforced" : g.ids[0],
+	    d, t->plan.reply_to);
+	if (g.send)
 		return 1;
-	}
-	if (t->regen >= TURN_REGEN_MAX) {
-		turn_audit(t, "guard", "fallback", ids[0], d, t->last_id);
+	if (g.verdict == VERDICT_FALLBACK) {
 		turn_reply(t, turn_text(t->w, "guard_fallback"),
 		    "guard_fallback");
 		turn_commit(t);
 		return 0;
 	}
-	turn_audit(t, "guard", "regenerate", ids[0], d, t->last_id);
-	turn_regenerate(t, reply, ids, n);
+	turn_regenerate(t, reply, g.ids, g.n);
 	return 0;
 }
 
-/* The LLM could not answer: the configured fallback. */
+/* The LLM could not answer: the core's fallback. */
 static void
 turn_llm_fallback(struct turn *t)
 {
-	if (t->regen > 0) {
-		turn_reply(t, turn_text(t->w, "guard_fallback"),
-		    "guard_fallback");
-	} else if (strcmp(t->w->cfg->llm_fallback, "handoff") == 0) {
-		turn_conv_set(t, "control", json_object_new_string("human"));
-		turn_conv_set(t, "control_updated_by",
-		    json_object_new_string("llm_unavailable"));
-		turn_audit(t, "llm", "handoff", "llm_unavailable", NULL,
-		    t->last_id);
+	const char	*key = turn_llm_failed(t->regen,
+	    strcmp(t->w->cfg->llm_fallback, "handoff") == 0);
+
+	if (key != NULL)
+		turn_reply(t, turn_text(t->w, key), strcmp(key, "fallback") == 0 ?
+		    "llm_fallback" : key);
+	else {
+		commit_set(&t->c, COL_CONTROL, "human");
+		commit_set(&t->c, COL_CONTROL_UPDATED_BY, "llm_unavailable");
+		commit_audit(&t->c, "llm", "handoff", "llm_unavailable", NULL,
+		    t->plan.reply_to);
 		t->outcome = "handoff";
-	} else
-		turn_reply(t, turn_text(t->w, "fallback"), "llm_fallback");
+	}
 	turn_commit(t);
 }
 
@@ -582,7 +553,7 @@ turn_llm_done(struct llm_result *r, void *arg)
 			turn_reply(t, turn_text(t->w, "fallback"),
 			    "empty_reply_fallback");
 			turn_commit(t);
-		} else if (turn_guard(t, r->text)) {
+		} else if (turn_guard_reply(t, r->text)) {
 			turn_reply(t, r->text, t->regen > 0 ? "llm_regenerated" :
 			    "llm");
 			turn_commit(t);

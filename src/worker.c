@@ -81,7 +81,9 @@ turn_release(struct turn *t)
 	if (t->renew != NULL)
 		event_free(t->renew);
 	json_object_put(t->ctx);
-	json_object_put(t->out);
+	commit_free(&t->c);
+	turn_plan_free(&t->plan);
+	free(t->in_msgs);
 	free(t->ids_s);
 	free(t->msgs);
 	free(t->system);
@@ -240,7 +242,7 @@ turn_commit(struct turn *t)
 	t->mt_mark = metrics_turn_now();
 	p[0] = t->w->name;
 	p[1] = t->conv_s;
-	p[2] = json_object_to_json_string_ext(t->out, JSON_C_TO_STRING_PLAIN);
+	p[2] = commit_json(&t->c);
 	turn_send_params(p + 3, lease, room, sizeof lease);
 	if (turn_query(t, "SELECT mg_commit_send($1, $2::bigint, $3::jsonb, "
 	    "$4, $5::int, $6::int)::text", 6, p, turn_commit_cb) == -1)
@@ -281,7 +283,7 @@ turn_enqueue_read(struct turn *t)
 	char		 id[24], lease[16], room[16];
 	const char	*p[6];
 
-	snprintf(id, sizeof id, "%lld", (long long)t->last_id);
+	snprintf(id, sizeof id, "%lld", (long long)t->plan.reply_to);
 	p[0] = t->w->name;
 	p[1] = t->conv_s;
 	p[2] = id;
@@ -366,7 +368,6 @@ turn_start(struct worker *w, json_object *row)
 	t->mt_start = t->mt_mark = metrics_turn_now();
 	t->conv = json_object_get_int64(v);
 	snprintf(t->conv_s, sizeof t->conv_s, "%lld", (long long)t->conv);
-	t->out = json_object_new_object();
 	t->refs = 1;
 	if ((t->next = w->turns) != NULL)
 		t->next->prev = t;
@@ -378,7 +379,7 @@ turn_start(struct worker *w, json_object *row)
 	if (json_object_object_get_ex(row, "context", &v) &&
 	    json_object_is_type(v, json_type_object))
 		t->ctx = json_object_get(v);
-	if (t->ids_s == NULL || t->out == NULL || t->renew == NULL ||
+	if (t->ids_s == NULL || t->renew == NULL ||
 	    event_add(t->renew, &tv) == -1)
 		turn_fail(t, "out of memory");
 	else if (t->ctx == NULL)
@@ -524,15 +525,14 @@ worker_read_file(const char *path)
 	return s;
 }
 
-/* The rules, Julia's prompt and the canned replies; 0 or -1 (logged). */
+/* The rules (canned replies included) and Julia's prompt; 0 or -1
+ * (logged). */
 static int
 worker_load(struct worker *w)
 {
 	struct diag	 d;
 	char		 path[4096];
 	size_t		 i;
-	static const char *const need[] = { "ask_text", "opt_out_confirmation",
-	    "fallback", "guard_fallback" };
 
 	diag_init(&d);
 	if (ruleset_load(&w->rs, w->cfg->rules_dir, &d) == -1) {
@@ -544,18 +544,6 @@ worker_load(struct worker *w)
 	snprintf(path, sizeof path, "%s/mode/julia.md", w->cfg->rules_dir);
 	if ((w->persona = worker_read_file(path)) == NULL)
 		return -1;
-	snprintf(path, sizeof path, "%s/mode/messages.json",
-	    w->cfg->rules_dir);
-	if ((w->texts = json_object_from_file(path)) == NULL) {
-		log_error("worker: %s: not valid JSON", path);
-		return -1;
-	}
-	for (i = 0; i < sizeof need / sizeof need[0]; i++)
-		if (turn_text(w, need[i]) == NULL) {
-			log_error("worker: %s: replies.%s: missing", path,
-			    need[i]);
-			return -1;
-		}
 	return 0;
 }
 
@@ -619,7 +607,6 @@ worker_free(struct worker *w)
 		event_free(w->kick);
 	if (w->rs_loaded)
 		ruleset_free(&w->rs);
-	json_object_put(w->texts);
 	free(w->persona);
 	free(w);
 }

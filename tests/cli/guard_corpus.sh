@@ -122,11 +122,13 @@ rc=$?
 ok $? "bad claims.json: every problem reported, exit 78 (got $rc)"
 sed 's/^/# /' "$tmp/err"
 
-# Without capabilities.json every claim applies, with a warning.
+# Without capabilities.json the mode's claims are unknown: a configuration
+# error naming the file, like every other command (no silent fallback).
 mkdir -p "$tmp/nocaps/mode"
 cp mode/claims.json "$tmp/nocaps/mode/"
-out=$(printf 'vc sumiu!\n' | MODEGATE_RULES_DIR=$tmp/nocaps "$bin" guard \
-    --mode oferta 2>"$tmp/err" | tr '\t' ' ')
-[ "$out" = "VIOLATION culpa" ] && grep -q 'warning: mode/capabilities.json' \
-    "$tmp/err"
-ok $? "no capabilities.json: every claim checked, with a warning ($out)"
+printf 'vc sumiu!\n' | MODEGATE_RULES_DIR=$tmp/nocaps "$bin" guard \
+    --mode oferta >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 78 ] && [ ! -s "$tmp/out" ] &&
+    grep -q '^mode/capabilities.json: ' "$tmp/err"
+ok $? "no capabilities.json: exit 78 naming it (got $rc: $(cat "$tmp/err"))"

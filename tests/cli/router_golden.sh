@@ -1,25 +1,33 @@
 #!/bin/sh
-# The router's exhaustive golden file: regenerate the decision table with
-# the default rules and diff it against tests/cases/router.golden.
-# After a deliberate rule change:
+# The golden files of the core: the router's exhaustive decision table
+# (tests/cases/router.golden) and whole turns, state + messages -> plan
+# (tests/cases/turn.golden). Each is regenerated with the default rules and
+# diffed. After a deliberate rule change:
 #	build/tests/gen_router_golden > tests/cases/router.golden
+#	build/tests/gen_turn_golden > tests/cases/turn.golden
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-# The generator sits next to the binary's build: build/tests for bin/,
+# The generators sit next to the binary's build: build/tests for bin/,
 # build/asan/tests for build/asan/bin/.
-gen=build/tests/gen_router_golden
-alt=$(dirname "${MODEGATE_BIN:-bin/modegate}")/../tests/gen_router_golden
-case "${MODEGATE_BIN:-}" in */build/*) [ -x "$alt" ] && gen=$alt ;; esac
-echo "1..2"
+dir=build/tests
+alt=$(dirname "${MODEGATE_BIN:-bin/modegate}")/../tests
+case "${MODEGATE_BIN:-}" in */build/*) [ -x "$alt/gen_turn_golden" ] && dir=$alt ;; esac
+echo "1..4"
 out=$(mktemp)
 trap 'rm -f "$out" "$out.2"' EXIT
-if "$gen" >"$out" && diff -u tests/cases/router.golden "$out"; then
-	echo "ok 1 - router decisions match tests/cases/router.golden"
-else
-	echo "not ok 1 - router decisions differ from tests/cases/router.golden"
-fi
-if "$gen" >"$out.2" && cmp -s "$out" "$out.2"; then
-	echo "ok 2 - the generator is deterministic"
-else
-	echo "not ok 2 - two runs of the generator differ"
-fi
+n=0
+for g in router turn; do
+	gen=$dir/gen_${g}_golden
+	n=$((n + 1))
+	if "$gen" >"$out" && diff -u "tests/cases/$g.golden" "$out"; then
+		echo "ok $n - $g decisions match tests/cases/$g.golden"
+	else
+		echo "not ok $n - $g decisions differ from tests/cases/$g.golden"
+	fi
+	n=$((n + 1))
+	if "$gen" >"$out.2" && cmp -s "$out" "$out.2"; then
+		echo "ok $n - the $g generator is deterministic"
+	else
+		echo "not ok $n - two runs of the $g generator differ"
+	fi
+done

@@ -1,0 +1,193 @@
+/*
+ * turn.h -- one turn's decision, whole: the conversation's state and the
+ * claimed messages in, a plain plan out (per message its intent, policy
+ * result and router decision; the state changes; the funnel events; the
+ * reply choice with the LLM's tools, constraints and forbidden claims).
+ * The shell runs the plan's I/O and asks the core again for what happens
+ * mid-turn (a bridge made) and for the guard's verdict on a reply.
+ * Pure: no I/O, time passed in, deterministic.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef MG_MODE_TURN_H
+#define MG_MODE_TURN_H
+
+#include "gate.h"
+#include "guard.h"
+#include "intent.h"
+#include "messages.h"
+#include "router.h"
+#include "../policy/policy.h"
+
+/* Every rule file of a rules folder, loaded (the shell's ruleset_load). */
+struct ruleset {
+	struct lexicon	*lex;
+	struct claims	*claims;
+	struct matrix	*matrix;
+	struct gate	*gate;
+	struct policy	*policy;
+	struct messages	*messages;
+};
+
+/* The gate_claim_text_fn over rs->claims: a claim's prompt. */
+const char	*turn_claim_text(const void *claims, const char *id);
+
+enum turn_flag { TURN_FLAG_OFF, TURN_FLAG_ON, TURN_FLAG_SHADOW };
+const char	*turn_flag_name(enum turn_flag);
+
+/* The conversation as the turn found it. Times in ms; 0: not set. */
+struct turn_conv {
+	struct mode_state	st;
+	enum turn_flag		flag;		/* effective for this doctor */
+	bool			human_control;
+	int64_t			opted_out_at;
+	bool			opt_out_confirmed;
+	int64_t			cooling_off_until;
+	int64_t			serious_objection_at;
+	bool			reserva_confirmada;
+	bool			objecao_resolvida;
+	int64_t			last_inbound_at;
+};
+
+/* One claimed message; strings borrowed. */
+struct turn_msg {
+	int64_t		 id;
+	const char	*type;
+	const char	*text;		/* NULL for non-text types */
+	int64_t		 at_ms;		/* sent (or received) at; 0: unknown */
+};
+
+struct turn_input {
+	struct turn_conv	 conv;
+	const struct turn_msg	*msgs;
+	size_t			 nmsgs;
+	int64_t			 now_ms;
+	int64_t			 max_age_ms;	/* older: kept, not answered */
+};
+
+/* What became of one message, in the order the turn decides. */
+enum turn_fate {
+	FATE_TOO_OLD,		/* skipped: older than max_age_ms */
+	FATE_HUMAN,		/* a human has the chat: stored only */
+	FATE_IGNORED,		/* a type that gets nothing */
+	FATE_BLOCKED,		/* the policy blocked it */
+	FATE_ASK_TEXT,		/* a type we ask to be written as text */
+	FATE_ANSWER		/* answered (by the LLM or a canned text) */
+};
+
+/* One router decision and whether it moved the state (flag on). */
+struct turn_route {
+	struct mode_state	before;
+	struct router_result	r;
+	bool			applied;
+	int64_t			inbox_id;	/* 0: an event's */
+};
+
+struct turn_msg_plan {
+	int64_t			id;
+	enum turn_fate		fate;
+	enum msg_action		action;
+	const char		*type;		/* borrowed from the input */
+	bool			decided;	/* intent and policy ran */
+	struct intent_result	intent;
+	struct policy_result	policy;
+	bool			routed;
+	struct turn_route	route;
+};
+
+#define TURN_FUNNEL_MAX	8
+
+struct turn_funnel {
+	const char	*status;	/* funnel_events.status */
+	const char	*origem;	/* metadata.origem */
+	int64_t		 inbox_id;
+};
+
+enum turn_reply { REPLY_NONE, REPLY_CANNED, REPLY_LLM };
+
+/* Columns of conversations the turn sets (to the turn's now). */
+struct turn_changes {
+	bool	opted_out;		/* opted_out_at */
+	bool	opt_out_confirmed;	/* opt_out_confirmed_at */
+	bool	serious_objection;	/* serious_objection_at */
+	const char *control_by;		/* control -> human, by whom; NULL */
+	bool	state;			/* mode / pending moved */
+	char	reason[ROUTER_REASON_MAX];
+};
+
+struct turn_plan {
+	struct turn_msg_plan	*msgs;		/* nmsgs, turn_plan_free */
+	size_t			 nmsgs;
+	enum turn_flag		 flag;
+	int64_t			 now_ms;
+	struct mode_state	 st;		/* the state now */
+	struct turn_changes	 set;
+	struct turn_funnel	 funnel[TURN_FUNNEL_MAX];
+	size_t			 nfunnel;
+	struct turn_route	 events[4];	/* routes on mid-turn events */
+	size_t			 nevents;
+	/* The reply. */
+	enum turn_reply		 reply;
+	const char		*canned;	/* REPLY_CANNED: messages.json key */
+	int64_t			 reply_to;	/* the message answered */
+	bool			 mark_read;
+	/* REPLY_LLM: what the LLM gets. */
+	char			 policy_constraints[POLICY_CONSTRAINTS_MAX];
+	char			 constraints[GATE_TEXT_MAX];
+	enum mode		 prompt_mode;	/* the mode the prompt is for */
+	unsigned		 tools_allowed;	/* layer 1 of prompt_mode */
+	unsigned		 tools_offered;	/* = allowed unless flag off/shadow */
+	unsigned		 guard_modes;	/* 1u << mode: claims checked */
+};
+
+/* Decide the turn. Borrows rs and in (strings of in are referenced by the
+ * plan). Returns 0, or -1 when memory ran out (plan empty). */
+int	turn_decide(const struct ruleset *, const struct turn_input *,
+	    struct turn_plan *) MG_MUSTCHECK;
+void	turn_plan_free(struct turn_plan *);
+
+/* Does a claimed message belong in the LLM's transcript? (young enough,
+ * and text or a type asked to be text) */
+bool	turn_in_transcript(const struct turn_msg_plan *);
+
+/* A mid-turn event (a bridge made by a tool): route again from the
+ * plan's state; the reply stays guarded against the prompt's mode too.
+ * Returns the route recorded in plan->events, or NULL when the flag is
+ * off (nothing routes) or the list is full. */
+const struct turn_route *turn_event(const struct ruleset *,
+	    struct turn_plan *, enum router_event);
+
+/* The guard's verdict on a reply. */
+enum turn_verdict { VERDICT_PASS, VERDICT_REGENERATE, VERDICT_FALLBACK };
+const char	*turn_verdict_name(enum turn_verdict);
+
+#define TURN_VIOLATIONS_MAX	8
+
+struct turn_guard_result {
+	bool			 checked;	/* flag off: not checked */
+	bool			 enforced;	/* flag on */
+	enum turn_verdict	 verdict;	/* what enforcement does */
+	bool			 send;		/* the reply goes out as is */
+	size_t			 n;		/* violations (<= MAX) */
+	const char		*ids[TURN_VIOLATIONS_MAX]; /* borrowed */
+};
+
+/* Check reply against the forbidden claims of every mode in
+ * plan->guard_modes; regen: regenerations so far (at most 2). */
+void	turn_guard(const struct ruleset *, const struct turn_plan *,
+	    const char *reply, int regen, struct turn_guard_result *);
+
+/* The claims of the modes in modes (1u << mode) that reply makes, each id
+ * once, in claims-file order; returns how many (may exceed max). */
+size_t	turn_claims_made(const struct ruleset *, unsigned modes,
+	    const char *reply, const char **ids, size_t max);
+
+/* The LLM could not answer: a canned key, or NULL for a hand-off to a
+ * human (handoff_configured: LLM_FALLBACK=handoff). */
+const char	*turn_llm_failed(int regen, bool handoff_configured);
+
+/* The constraints text of a state (policy text, layers 2 and 3, the
+ * micro-confirmation prompt when pending). Returns its length. */
+size_t	turn_constraints(const struct ruleset *, const struct mode_state *,
+	    const char *policy_constraints, char *out, size_t outlen);
+
+#endif
