@@ -157,14 +157,13 @@ httpconn_shut(struct httpconn *hc)
 }
 
 /*
- * At the cap: shut the slowest incomplete request to make room -- an
- * idle connection first (the oldest), else the lowest bytes per second
- * since its request began. Never one being answered, never a young one
- * (it may not have had the time to send). 0 when one was shut, -1 when
- * none could be.
+ * The slowest incomplete request, to evict at the cap: an idle
+ * connection first (the oldest), else the lowest bytes per second since
+ * its request began. Never one being answered, never a young one (it may
+ * not have had the time to send). NULL when there is none.
  */
-static int
-httpconns_evict(struct httpconns *o)
+static struct httpconn *
+httpconns_pick(struct httpconns *o)
 {
 	struct httpconn	*hc, *victim = NULL;
 	double		 now = httpconn_now(), age, rate, best = 0;
@@ -180,11 +179,20 @@ httpconns_evict(struct httpconns *o)
 			best = rate;
 		}
 	}
-	if (victim == NULL)
+	return victim;
+}
+
+/* Evict the slowest incomplete request; 0, or -1 when none could be. */
+static int
+httpconns_evict(struct httpconns *o)
+{
+	struct httpconn	*victim;
+
+	if ((victim = httpconns_pick(o)) == NULL)
 		return -1;
 	o->evicted++;
 	log_debug("http: at the cap: evicting a connection (%zu bytes in "
-	    "%.1f s)", victim->nread, now - victim->t0);
+	    "%.1f s)", victim->nread, httpconn_now() - victim->t0);
 	httpconn_shut(victim);
 	return 0;
 }
@@ -252,8 +260,9 @@ httpconns_sweep(evutil_socket_t fd, short what, void *arg)
 
 	httpconns_reap(o);
 	httpconns_check_rate(o);
+	/* Accept again when there is room, or something to evict for it. */
 	if (o->paused && (httpconns_live(o) < o->max ||
-	    httpconns_evict(o) == 0))
+	    httpconns_pick(o) != NULL))
 		httpconns_resume(o);
 	if (o->n > 0)
 		evtimer_add(o->sweep, &tv);
@@ -349,13 +358,17 @@ httpconns_bevcb(struct event_base *base, void *arg)
 	/* Before hc joins: evhttp has not set its callbacks yet. */
 	if (httpconns_live(o) + 1 >= o->max)
 		httpconns_reap(o);	/* some may be gone already */
+	/* At the cap: this one takes the place of the slowest. */
+	if (httpconns_live(o) >= o->max)
+		(void)httpconns_evict(o);
 	bufferevent_incref(hc->bev);
 	TAILQ_INSERT_TAIL(&o->conns, hc, entry);
 	evtimer_add(hc->deadline, &o->deadline);
 	if (o->n++ == 0)
 		evtimer_add(o->sweep, &tv);
-	/* At the cap: make room for the next one now, else stop accepting. */
-	if (httpconns_live(o) >= o->max && httpconns_evict(o) == -1)
+	/* At the cap with nothing the next one could evict: stop accepting
+	 * (the sweep resumes once something is). */
+	if (httpconns_live(o) >= o->max && httpconns_pick(o) == NULL)
 		httpconns_pause(o);
 	return hc->bev;
 }
