@@ -45,37 +45,35 @@ SELECT mg_link_inbox($rows);
 VACUUM ANALYZE;
 SQL
 
-timeit() {	# timeit NAME CALL
-	psql -X -q -At -v ON_ERROR_STOP=1 -d bench >"$tmp/t.out" <<SQL
-CREATE TEMP TABLE t (ms double precision);
-DO \$\$
-DECLARE
-	t0	timestamptz;
-	n	int;
-BEGIN
-	FOR i IN 1..$runs LOOP
-		t0 := clock_timestamp();
-		SELECT count(*) INTO n FROM $2;
-		IF n <> $limit THEN
-			RAISE EXCEPTION 'claimed % turns, not $limit', n;
-		END IF;
-		INSERT INTO t VALUES (extract(epoch FROM clock_timestamp() - t0) * 1000);
-		-- undo the claim: every run claims the same oldest turns
-		UPDATE inbox SET state = 'pending', claimed_by = NULL,
-		    claimed_at = NULL WHERE state = 'claimed';
-		UPDATE conversations SET lease_owner = NULL, lease_until = NULL,
-		    turn_starts = '{}', next_turn_at = NULL, next_attempt_at = NULL
-		WHERE lease_owner IS NOT NULL;
-	END LOOP;
-END \$\$;
-SELECT format('%s: %s turns of %s open messages: median %s ms, worst %s ms (%s runs)',
-    '$1', $limit, (SELECT count(*) FROM inbox WHERE state = 'pending'),
-    round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2),
-    round(max(ms)::numeric, 2), count(*)) FROM t;
-SQL
-	cat "$tmp/t.out"
+timeit() {	# timeit NAME CALL: each run its own transaction, rolled
+		# back (every run claims the same oldest turns), timed by psql
+	{
+		echo '\\timing on'
+		i=0
+		while [ $i -lt "$runs" ]; do
+			echo "BEGIN;"
+			echo "SELECT count(*) FROM $2;"
+			echo "ROLLBACK;"
+			i=$((i + 1))
+		done
+	} >"$tmp/t.sql"
+	psql -X -q -At -v ON_ERROR_STOP=1 -d bench -f "$tmp/t.sql" >"$tmp/t.out"
+	# the lines: count, then "Time:" for BEGIN, the claim, ROLLBACK
+	python3 - "$tmp/t.out" "$1" "$limit" "$runs" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+t = [float(m.group(1)) for m in
+     (re.match(r"Time: ([0-9.]+) ms", l) for l in lines) if m]
+counts = [l for l in lines if re.fullmatch(r"[0-9]+", l)]
+claims = sorted(t[1::3])
+assert all(c == sys.argv[3] for c in counts), counts[:3]
+print("%s: %s turns of each claim: median %.2f ms, p90 %.2f ms, worst %.2f ms "
+      "(%d runs)" % (sys.argv[2], sys.argv[3], claims[len(claims) // 2],
+                     claims[int(len(claims) * 0.9)], claims[-1], len(claims)))
+PY
 }
 
+echo "open messages: $(psql -X -At -d bench -c "SELECT count(*) FROM inbox WHERE state = 'pending'") over $convs doctors"
 timeit mg_claim "mg_claim('bench', 60, 0, $limit)"
 timeit mg_claim_turns "mg_claim_turns('bench', 60, 0, $limit, 6, 60, 20, 5)"
 psql -X -q -At -d bench -c "EXPLAIN (COSTS OFF) SELECT cv.id FROM conversations cv
