@@ -9,6 +9,7 @@
 #   make demo       a scripted conversation against `make run`
 #   make test-crash kill -9 under load, then account for every message
 #   make check-core the purity check of policy/ and mode/
+#   make check-layers  src/ calls only downwards (declared layer order)
 
 CC	?= cc
 BUILD	?= build
@@ -39,7 +40,7 @@ CORE_OBJS = $(CORE_SRCS:%.c=$(BUILD)/%.o)
 LIBCORE	  = $(BUILD)/libcore.a
 
 # The shell: everything that touches fds, clock, env, network, database.
-SHELL_SRCS = $(filter-out src/main.c,$(wildcard src/*.c))
+SHELL_SRCS = $(filter-out src/main.c,$(wildcard src/*.c src/*/*.c))
 SHELL_OBJS = $(SHELL_SRCS:%.c=$(BUILD)/%.o)
 LIBSHELL   = $(BUILD)/libshell.a
 
@@ -48,7 +49,7 @@ CORE_TESTS  = $(patsubst tests/unit/core/%.c,$(BUILD)/tests/%,\
 SHELL_TESTS = $(patsubst tests/unit/shell/%.c,$(BUILD)/tests/%,\
 	      $(wildcard tests/unit/shell/test_*.c))
 
-.PHONY: all deps run test unit integ asan valgrind bench check-core clean \
+.PHONY: all deps run test unit integ asan valgrind bench check-core check-layers clean \
 	install fmt-check
 
 all: $(BIN)/modegate
@@ -56,16 +57,16 @@ all: $(BIN)/modegate
 deps:
 	@deploy/install-deps.sh
 
-$(BUILD)/%.o: %.c $(wildcard mode/*.h policy/*.h src/*.h)
+$(BUILD)/%.o: %.c $(wildcard mode/*.h policy/*.h src/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(if $(filter src/%,$<),$(PKG_CFLAGS)) -c $< -o $@
+	$(CC) $(CFLAGS) $(if $(filter src/%,$<),-Isrc $(PKG_CFLAGS)) -c $< -o $@
 
 # RULES_DIR is compiled in (-DMG_RULES_DIR), so a change of it (make install
 # PREFIX=...) must rebuild what uses it: a stamp holding its value, rewritten
 # only when that changes, is a prerequisite of the objects that use it.
 RULES_STAMP = $(BUILD)/rules_dir.stamp
 RULES_USERS = $(patsubst %.c,$(BUILD)/%.o,\
-	      $(shell grep -l MG_RULES_DIR src/*.c 2>/dev/null))
+	      $(shell grep -l MG_RULES_DIR src/*.c src/*/*.c 2>/dev/null))
 $(RULES_STAMP): FORCE
 	@mkdir -p $(dir $@)
 	@printf '%s\n' '$(RULES_DIR)' | cmp -s - $@ || \
@@ -95,7 +96,7 @@ $(BUILD)/tests/%: tests/unit/core/%.c $(LIBCORE) $(wildcard tests/unit/*.h)
 $(BUILD)/tests/%: tests/unit/shell/%.c $(LIBSHELL) $(LIBCORE) \
     $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/unit -o $@ $< $(LIBSHELL) \
+	$(CC) $(CFLAGS) -Isrc $(PKG_CFLAGS) -Itests/unit -o $@ $< $(LIBSHELL) \
 	    $(LIBCORE) $(LDFLAGS) $(PKG_LIBS) $(CMOCKA_LIBS) -lm
 
 # The default rule files in flat form, for the core unit tests (which read
@@ -111,6 +112,10 @@ unit: $(CORE_TESTS) $(SHELL_TESTS) $(RULE_FLATS) $(BUILD)/tests/gen_router_golde
 
 check-core: $(LIBCORE)
 	@tests/check-core.sh $(LIBCORE)
+
+# The shell's layer order (tests/check-layers.sh): calls go only downwards.
+check-layers: $(LIBSHELL) $(BUILD)/src/main.o
+	@tests/check-layers.sh $(BUILD)
 
 test: deps
 	@$(MAKE) --no-print-directory all unit
@@ -153,11 +158,13 @@ install:
 	@$(MAKE) --no-print-directory BUILD=build/install BIN=build/install/bin \
 	    RULES_DIR=$(SHARE) all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SHARE)/mode \
-	    $(DESTDIR)$(SHARE)/policy $(DESTDIR)$(SHARE)/sql/queries
+	    $(DESTDIR)$(SHARE)/policy $(DESTDIR)$(SHARE)/sql/queries \
+	    $(DESTDIR)$(SHARE)/sql/functions
 	install -m 755 build/install/bin/modegate $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 mode/*.json mode/*.md $(DESTDIR)$(SHARE)/mode/
 	install -m 644 policy/*.json $(DESTDIR)$(SHARE)/policy/
 	install -m 644 sql/*.sql $(DESTDIR)$(SHARE)/sql/
+	install -m 644 sql/functions/*.sql $(DESTDIR)$(SHARE)/sql/functions/
 	install -m 644 sql/queries/*.sql $(DESTDIR)$(SHARE)/sql/queries/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 deploy/modegate.1 $(DESTDIR)$(PREFIX)/share/man/man1/
@@ -197,9 +204,9 @@ FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer \
 FUZZ_TARGETS = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
-$(FUZZ_DIR)/%.o: %.c $(wildcard mode/*.h policy/*.h src/*.h)
+$(FUZZ_DIR)/%.o: %.c $(wildcard mode/*.h policy/*.h src/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc $(PKG_CFLAGS) -c $< -o $@
 
 $(FUZZ_DIR)/libfuzzcore.a: $(CORE_SRCS:%.c=$(FUZZ_DIR)/%.o)
 	rm -f $@ && ar rcs $@ $^
@@ -209,7 +216,7 @@ $(FUZZ_DIR)/libfuzzshell.a: $(SHELL_SRCS:%.c=$(FUZZ_DIR)/%.o)
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_main.h \
     $(FUZZ_DIR)/libfuzzshell.a $(FUZZ_DIR)/libfuzzcore.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -DMG_LIBFUZZER -fsanitize=fuzzer \
-	    $(PKG_CFLAGS) -o $@ $< $(FUZZ_DIR)/libfuzzshell.a \
+	    -Isrc $(PKG_CFLAGS) -o $@ $< $(FUZZ_DIR)/libfuzzshell.a \
 	    $(FUZZ_DIR)/libfuzzcore.a $(PKG_LIBS) -lm
 
 .PHONY: fuzz fuzz-build
@@ -223,7 +230,7 @@ REPLAY_DIR = $(BUILD)/fuzz-replay
 $(REPLAY_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_main.h $(LIBSHELL) \
     $(LIBCORE) $(RULES_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBSHELL) $(LIBCORE) \
+	$(CC) $(CFLAGS) -Isrc $(PKG_CFLAGS) -o $@ $< $(LIBSHELL) $(LIBCORE) \
 	    $(LDFLAGS) $(PKG_LIBS) -lm
 
 .PHONY: fuzz-replay

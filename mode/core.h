@@ -35,7 +35,8 @@
 	X(INTENT_DESFECHO_FECHOU, "DESFECHO_FECHOU")                   \
 	X(INTENT_DESFECHO_NAO_FECHOU, "DESFECHO_NAO_FECHOU")           \
 	X(INTENT_SAUDACAO, "SAUDACAO")                                 \
-	X(INTENT_NEUTRO, "NEUTRO")
+	X(INTENT_NEUTRO, "NEUTRO")                                     \
+	X(INTENT_OPT_IN, "OPT_IN")
 
 #define DECISION_LIST(X)                                               \
 	X(TRANS_APPLY, "APPLY")                                        \

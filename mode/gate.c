@@ -21,6 +21,7 @@ struct gate_mode {
 
 struct gate {
 	struct gate_mode	 m[MODE__COUNT];
+	char			*revisit;	/* objection_revisit; NULL */
 	char			*file;		/* for cross-file checks */
 	int			 oom;
 };
@@ -143,6 +144,20 @@ gate_load(const struct flat *f, struct diag *d)
 		return NULL;
 	}
 	g->file = gate_strdup(g, f->file);
+	n = flat_children(f, "", names, MODE__COUNT + 4);
+	for (i = 0; i < n && i < MODE__COUNT + 4; i++)
+		if (strcmp(names[i], "modes") != 0 &&
+		    strcmp(names[i], "objection_revisit") != 0)
+			diag_add(d, f->file, "", "unknown key \"%s\"",
+			    names[i]);
+	if (flat_get(f, "objection_revisit") != NULL) {
+		const char *r = flat_str(f, "objection_revisit");
+		if (r == NULL || strstr(r, "{objecao}") == NULL)
+			diag_add(d, f->file, "objection_revisit", "must be a "
+			    "text naming the objection with {objecao}");
+		else
+			g->revisit = gate_strdup(g, r);
+	}
 	n = flat_children(f, "modes", names, MODE__COUNT + 4);
 	for (i = 0; i < n && i < MODE__COUNT + 4; i++)
 		if (mode_from_name(names[i]) == -1)
@@ -174,6 +189,7 @@ gate_free(struct gate *g)
 
 	if (g == NULL)
 		return;
+	free(g->revisit);
 	for (m = 0; m < MODE__COUNT; m++) {
 		for (i = 0; i < g->m[m].nclaims; i++)
 			free(g->m[m].claims[i]);
@@ -327,6 +343,12 @@ gate_mode_text(const struct gate *g, enum mode m, gate_claim_text_fn fn,
 		text_add(out, outlen, &len, gate_behavior(g, m, i));
 	}
 	return len;
+}
+
+const char *
+gate_revisit_prompt(const struct gate *g)
+{
+	return g->revisit;
 }
 
 size_t

@@ -41,6 +41,10 @@ const char	*gate_behavior(const struct gate *, enum mode, size_t i);
 const char	*gate_confirm_prompt(const struct gate *, enum mode from,
 		    enum mode to);
 
+/* The micro-confirmation that revisits an open objection before oferta
+ * ("objection_revisit", naming it with {objecao}), or NULL. */
+const char	*gate_revisit_prompt(const struct gate *);
+
 /* Resolves a claim id to its prompt text; NULL when the id is unknown.
  * (The shell passes the guard's claims table: claims_find+claims_prompt.) */
 typedef const char *(*gate_claim_text_fn)(const void *ctx, const char *id);

@@ -17,7 +17,9 @@ enum msg_action { MSG_TEXT, MSG_ASK_TEXT, MSG_IGNORE };
 	X("opt_out_confirmation")					\
 	X("fallback")							\
 	X("guard_fallback")						\
-	X("followup")
+	X("followup")							\
+	X("opt_in_confirmation")					\
+	X("handoff_confirmation")
 
 struct messages;
 

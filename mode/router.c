@@ -471,15 +471,6 @@ route_pending(const struct matrix *m, const struct router_input *in,
 		decide(out, TRANS_NONE, false, in->now_ms, "pending:kept");
 }
 
-/* Did the conversation leave oferta because of an objection? */
-static bool
-left_on_objection(const struct mode_state *st)
-{
-	static const char	p[] = "matrix:oferta->discovery:OBJECAO:";
-
-	return strncmp(st->reason, p, sizeof p - 1) == 0;
-}
-
 /* A message without a live pending: the matrix row for the intent. */
 static void
 route_intent(const struct matrix *m, const struct router_input *in,
@@ -493,11 +484,15 @@ route_intent(const struct matrix *m, const struct router_input *in,
 		decide(out, TRANS_NONE, false, in->now_ms, "no_transition");
 		return;
 	}
-	if (t->to == MODE_OFERTA && left_on_objection(&out->state) &&
-	    !in->objecao_resolvida) {
+	if (t->to == MODE_OFERTA && in->objection_open) {
+		/* An open objection is revisited before any offer. */
+		snprintf(reason, sizeof reason, "matrix:%s->%s:%s:"
+		    "revisit_objection", mode_name(t->from), mode_name(t->to),
+		    t->trigger_any ? "any" : intent_name(in->intent));
 		out->proposal = (int)t->to;
-		decide(out, TRANS_REJECT, false, in->now_ms,
-		    "reject:objection_unresolved");
+		out->state.pending = (int)t->to;
+		out->state.pending_at_ms = in->now_ms;
+		decide(out, TRANS_PENDING, true, in->now_ms, reason);
 		return;
 	}
 	matrix_reason(reason, sizeof reason, t, t->trigger_any ? "any" :

@@ -92,9 +92,10 @@ void	mode_state_init(struct mode_state *, int64_t now_ms);
  *
  * reserva_confirmada: the shell learnt that the booking was confirmed with
  * the person responsible; it counts as the event outcome_reported.
- * objecao_resolvida: after the conversation left oferta because of an
- * objection (its reason says so), a new move to oferta is REJECTed until
- * the shell reports the objection resolved.
+ * objection_open: the doctor objected in oferta and has not confirmed
+ * since; a new move to oferta then always goes through a micro-confirmation
+ * that revisits the objection (reason ...:revisit_objection), whose CONFIRM
+ * resolves it (turn_decide records both).
  */
 struct router_input {
 	int		 intent;	 /* enum intent, or -1 */
@@ -103,7 +104,7 @@ struct router_input {
 	int		 manual_target;	 /* operator's target mode, or -1 */
 	int64_t		 last_message_at_ms; /* previous inbound; 0: none */
 	bool		 reserva_confirmada;
-	bool		 objecao_resolvida;
+	bool		 objection_open;
 	int64_t		 now_ms;
 };
 

@@ -6,6 +6,7 @@
  * Pure: no I/O.
  * SPDX-License-Identifier: MIT
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,26 +61,65 @@ turn_add_funnel(struct turn_plan *p, const char *status, const char *origem,
 	p->nfunnel++;
 }
 
-/* Record a routing outcome and, with the flag on, apply it: the state
- * moves, confirmed interest and reported outcomes reach the funnel. */
-static void
-turn_apply(struct turn_plan *p, struct turn_route *tr,
-    const struct router_result *r, int intent, int64_t id)
+/* Is an objection open (as claimed, or as this turn left it)? */
+static bool
+turn_objection_open(const struct turn_plan *p)
 {
+	if (p->set.objection != NULL)
+		return true;
+	return p->was_objection && !p->set.objection_resolved;
+}
+
+/* Record a routing outcome and, with the flag on, apply it: the state
+ * moves; confirmed interest and reported outcomes reach the funnel; an
+ * objection that sends oferta back to discovery opens, the confirmation
+ * of its revisit resolves it; a closed outcome marks the booking
+ * confirmed, a new offer cycle clears it. mp: the message routed (NULL for
+ * an event). */
+static void
+turn_apply(struct turn_plan *p, struct turn_route *tr, const struct router_result *r,
+    const struct turn_msg_plan *mp)
+{
+	int	intent = mp != NULL ? (int)mp->intent.intent : -1;
+	int64_t	id = mp != NULL ? mp->id : 0;
+
 	tr->before = p->st;
 	tr->r = *r;
 	tr->applied = p->flag == TURN_FLAG_ON;
 	tr->inbox_id = id;
-	if (!tr->applied)
+	if (!tr->applied) {
+		/* Shadow: the would-be state moves apart from the real one,
+		 * so pendings and confirmations are measured too. */
+		if (r->state.mode != p->st.mode ||
+		    r->state.pending != p->st.pending)
+			p->set.shadow_state = true;
+		p->st = r->state;
 		return;
-	if (r->decision == TRANS_CONFIRM && r->state.mode == MODE_OFERTA)
-		turn_add_funnel(p, "interesse_confirmado", "micro_confirmacao",
-		    id);
-	if (p->st.mode == MODE_FOLLOWUP && intent == INTENT_DESFECHO_FECHOU)
+	}
+	if (r->decision == TRANS_PENDING && r->state.pending == MODE_OFERTA &&
+	    intent == INTENT_INTERESSE_VAGA)
+		turn_add_funnel(p, "interesse_confirmado", "interesse", id);
+	if (r->decision == TRANS_CONFIRM && r->state.mode == MODE_OFERTA &&
+	    turn_objection_open(p)) {
+		p->set.objection_resolved = true;
+		p->set.objection = NULL;
+	}
+	if (r->state.mode == MODE_OFERTA && p->st.mode != MODE_OFERTA &&
+	    p->was_reserva)
+		p->set.reserva = 0;		/* a new offer cycle */
+	if (p->st.mode == MODE_FOLLOWUP && intent == INTENT_DESFECHO_FECHOU) {
 		turn_add_funnel(p, "fechado_com_responsavel",
 		    "desfecho_relatado", id);
+		p->set.reserva = 1;
+	}
 	if (p->st.mode == MODE_FOLLOWUP && intent == INTENT_DESFECHO_NAO_FECHOU)
 		turn_add_funnel(p, "nao_fechou", "desfecho_relatado", id);
+	if (p->st.mode == MODE_OFERTA && r->state.mode == MODE_DISCOVERY &&
+	    intent == INTENT_OBJECAO) {
+		p->set.objection = mp->intent.evidence[0] != '\0' ?
+		    mp->intent.evidence : "objeção";
+		p->set.objection_resolved = false;
+	}
 	if (r->state.mode != p->st.mode || r->state.pending != p->st.pending) {
 		p->set.state = true;
 		memcpy(p->set.reason, r->reason, sizeof p->set.reason);
@@ -95,40 +135,66 @@ turn_policy_input(const struct turn_input *in, const struct turn_plan *p,
 {
 	memset(pin, 0, sizeof *pin);
 	pin->intent = intent;
+	pin->mode = (int)(p->flag == TURN_FLAG_ON ? p->st.mode : p->real_mode);
 	pin->human_control = in->conv.human_control || p->set.control_by;
-	pin->opted_out_at = in->conv.opted_out_at != 0 ?
+	pin->opted_out_at = p->set.opted_in ? 0 : in->conv.opted_out_at != 0 ?
 	    in->conv.opted_out_at : p->set.opted_out ? in->now_ms : 0;
-	pin->cooling_off_until = in->conv.cooling_off_until;
+	pin->cooling_off_until = p->set.cooling_off_until != 0 ?
+	    p->set.cooling_off_until : in->conv.cooling_off_until;
 	pin->serious_objection_open = in->conv.serious_objection_at != 0 ||
 	    p->set.serious_objection;
 	pin->now_ms = in->now_ms;
 }
 
-/* A BLOCK's actions. */
+/* Offer a canned reply to message id unless one is already chosen. */
 static void
-turn_block(const struct turn_input *in, struct turn_plan *p,
+turn_canned(struct turn_plan *p, const char *key, int64_t id)
+{
+	if (p->canned == NULL) {
+		p->canned = key;
+		p->reply_to = id;
+	}
+}
+
+/* The policy's actions on a message (BLOCK or ALLOW). */
+static void
+turn_actions(const struct turn_input *in, struct turn_plan *p,
     const struct turn_msg_plan *mp)
 {
 	unsigned	a = mp->policy.actions;
 
 	if ((a & (1u << POLICY_ACT_RECORD_OPT_OUT)) &&
-	    in->conv.opted_out_at == 0)
+	    (in->conv.opted_out_at == 0 || p->set.opted_in)) {
 		p->set.opted_out = true;
+		p->set.opted_in = false;
+	}
 	if ((a & (1u << POLICY_ACT_SEND_CONFIRMATION_ONCE)) &&
 	    !in->conv.opt_out_confirmed && !p->set.opt_out_confirmed &&
 	    p->canned == NULL) {
 		p->set.opt_out_confirmed = true;
-		p->canned = "opt_out_confirmation";
-		p->reply_to = mp->id;
+		turn_canned(p, "opt_out_confirmation", mp->id);
 	}
-	if (a & (1u << POLICY_ACT_HANDOFF_HUMAN)) {
+	if (a & (1u << POLICY_ACT_CLEAR_OPT_OUT)) {
+		p->set.opted_in = true;
+		p->set.opted_out = p->set.opt_out_confirmed = false;
+	}
+	if (a & (1u << POLICY_ACT_SEND_OPT_IN_CONFIRMATION))
+		turn_canned(p, "opt_in_confirmation", mp->id);
+	if (a & (1u << POLICY_ACT_HANDOFF_HUMAN))
 		p->set.control_by = "policy";
+	if (a & (1u << POLICY_ACT_RECORD_SERIOUS_OBJECTION))
 		p->set.serious_objection = true;
-	}
+	if (a & (1u << POLICY_ACT_SEND_HANDOFF_MESSAGE))
+		turn_canned(p, "handoff_confirmation", mp->id);
+	if ((a & (1u << POLICY_ACT_START_COOLING_OFF)) &&
+	    mp->policy.cooling_off_days > 0)
+		p->set.cooling_off_until = in->now_ms +
+		    (int64_t)mp->policy.cooling_off_days * 86400000;
 }
 
-/* Decide one message; returns true when it leaves the chat blocked,
- * false when it is answered, unchanged (*blocked) otherwise. */
+/* Decide one message into mp. *blocked: the last message that counts left
+ * the chat silent (a human, a policy block) or not (answered); *answer,
+ * *ask_text: some message is answered by the LLM, or asked for text. */
 static void
 turn_message(const struct ruleset *rs, const struct turn_input *in,
     struct turn_plan *p, const struct turn_msg *m, struct turn_msg_plan *mp,
@@ -166,11 +232,17 @@ turn_message(const struct ruleset *rs, const struct turn_input *in,
 	text = m->text != NULL ? m->text : "";
 	intent_detect(rs->lex, text, strlen(text), &mp->intent);
 	turn_policy_input(in, p, (int)mp->intent.intent, &pin);
+	/* Coming back only means something to a doctor who left: from
+	 * anyone else it is interest. */
+	if (mp->intent.intent == INTENT_OPT_IN && pin.opted_out_at == 0) {
+		mp->intent.intent = INTENT_INTERESSE_VAGA;
+		pin.intent = INTENT_INTERESSE_VAGA;
+	}
 	policy_eval(rs->policy, &pin, &mp->policy);
 	mp->decided = true;
+	turn_actions(in, p, mp);
 	if (mp->policy.decision == POLICY_BLOCK) {
 		mp->fate = FATE_BLOCKED;
-		turn_block(in, p, mp);
 		*blocked = true;
 		return;
 	}
@@ -183,6 +255,8 @@ turn_message(const struct ruleset *rs, const struct turn_input *in,
 	}
 	mp->fate = FATE_ANSWER;
 	*answer = true;
+	p->bridge_consent = mp->intent.intent == INTENT_CONFIRMACAO ||
+	    mp->intent.intent == INTENT_INTERESSE_VAGA;
 	memcpy(p->policy_constraints, mp->policy.constraints,
 	    sizeof p->policy_constraints);
 	if (p->flag == TURN_FLAG_OFF)
@@ -192,11 +266,46 @@ turn_message(const struct ruleset *rs, const struct turn_input *in,
 	rin.manual_target = -1;
 	rin.last_message_at_ms = in->conv.last_inbound_at;
 	rin.reserva_confirmada = in->conv.reserva_confirmada;
-	rin.objecao_resolvida = in->conv.objecao_resolvida;
+	rin.objection_open = turn_objection_open(p);
 	rin.now_ms = in->now_ms;
 	router_route(rs->matrix, &p->st, &rin, &r);
 	mp->routed = true;
-	turn_apply(p, &mp->route, &r, (int)mp->intent.intent, mp->id);
+	turn_apply(p, &mp->route, &r, mp);
+}
+
+/* The LLM's constraints with the flag on: the gate's, and while an
+ * objection is revisited, its micro-confirmation naming the objection
+ * instead of the plain one. */
+static void
+turn_constraints_for(const struct ruleset *rs, struct turn_plan *p,
+    const char *objection)
+{
+	char		 revisit[1024], mode[GATE_TEXT_MAX];
+	const char	*parts[3], *tpl = gate_revisit_prompt(rs->gate), *at;
+	size_t		 n = 0;
+
+	if (p->st.pending != MODE_OFERTA || !turn_objection_open(p) ||
+	    tpl == NULL) {
+		turn_constraints(rs, &p->st, p->policy_constraints,
+		    p->constraints, sizeof p->constraints);
+		return;
+	}
+	if (p->set.objection != NULL)
+		objection = p->set.objection;
+	while ((at = strstr(tpl, "{objecao}")) != NULL && n < sizeof revisit) {
+		n += (size_t)snprintf(revisit + n, sizeof revisit - n, "%.*s%s",
+		    (int)(at - tpl), tpl, objection != NULL ? objection :
+		    "a objeção dele");
+		tpl = at + strlen("{objecao}");
+	}
+	if (n < sizeof revisit)
+		snprintf(revisit + n, sizeof revisit - n, "%s", tpl);
+	gate_mode_text(rs->gate, p->st.mode, turn_claim_text, rs->claims, mode,
+	    sizeof mode);
+	parts[0] = p->policy_constraints;
+	parts[1] = mode;
+	parts[2] = revisit;
+	gate_join(parts, 3, p->constraints, sizeof p->constraints);
 }
 
 int
@@ -213,7 +322,13 @@ turn_decide(const struct ruleset *rs, const struct turn_input *in,
 	p->nmsgs = in->nmsgs;
 	p->flag = in->conv.flag;
 	p->now_ms = in->now_ms;
-	p->st = in->conv.st;
+	p->st = in->conv.flag == TURN_FLAG_SHADOW && in->conv.has_shadow ?
+	    in->conv.shadow_st : in->conv.st;
+	p->real_mode = in->conv.st.mode;
+	p->set.reserva = -1;
+	p->was_objection = in->conv.objection_at != 0;
+	p->was_reserva = in->conv.reserva_confirmada;
+	turn_today(in->now_ms, p->today, sizeof p->today);
 	for (i = 0; i < in->nmsgs; i++)
 		turn_message(rs, in, p, &in->msgs[i], &p->msgs[i], &blocked,
 		    &answer, &ask_text);
@@ -235,8 +350,7 @@ turn_decide(const struct ruleset *rs, const struct turn_input *in,
 	    (1u << TOOL__COUNT) - 1;
 	p->guard_modes = 1u << p->st.mode;
 	if (p->flag == TURN_FLAG_ON)
-		turn_constraints(rs, &p->st, p->policy_constraints,
-		    p->constraints, sizeof p->constraints);
+		turn_constraints_for(rs, p, in->conv.objection);
 	else
 		memcpy(p->constraints, p->policy_constraints,
 		    sizeof p->policy_constraints);
@@ -275,7 +389,7 @@ turn_event(const struct ruleset *rs, struct turn_plan *p,
 	rin.now_ms = p->now_ms;
 	router_route(rs->matrix, &p->st, &rin, &r);
 	tr = &p->events[p->nevents++];
-	turn_apply(p, tr, &r, -1, 0);
+	turn_apply(p, tr, &r, NULL);
 	/* The reply was written under the prompt's mode: guard both. */
 	p->guard_modes |= 1u << p->st.mode;
 	return tr;
@@ -328,6 +442,47 @@ turn_guard(const struct ruleset *rs, const struct turn_plan *p,
 	g->verdict = regen >= TURN_REGEN_MAX ? VERDICT_FALLBACK :
 	    VERDICT_REGENERATE;
 	g->send = !g->enforced;
+}
+
+const char *
+turn_tool_refusal(const struct turn_plan *p, enum tool t)
+{
+	if (t == TOOL_CRIAR_HANDOFF_EXTERNO && p->flag == TURN_FLAG_ON &&
+	    !p->bridge_consent)
+		return "pergunte ao médico se ele quer o contato do "
+		    "responsável antes de passar: ele ainda não concordou "
+		    "nesta conversa";
+	return NULL;
+}
+
+size_t
+turn_today(int64_t now_ms, char *out, size_t outlen)
+{
+	static const char *const wd[] = { "quinta-feira", "sexta-feira",
+	    "sábado", "domingo", "segunda-feira", "terça-feira",
+	    "quarta-feira" };
+	static const char *const mo[] = { "janeiro", "fevereiro", "março",
+	    "abril", "maio", "junho", "julho", "agosto", "setembro",
+	    "outubro", "novembro", "dezembro" };
+	int64_t	s = now_ms / 1000 - 3 * 3600;	/* Brasília, UTC-3 */
+	int64_t	days = s >= 0 ? s / 86400 : (s - 86399) / 86400;
+	int64_t	sec = s - days * 86400, z, era, doe, yoe, y, doy, mp, d, m;
+
+	/* days since 1970-01-01 to a civil date (H. Hinnant's algorithm) */
+	z = days + 719468;
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	doe = z - era * 146097;
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	y = yoe + era * 400;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	d = doy - (153 * mp + 2) / 5 + 1;
+	m = mp < 10 ? mp + 3 : mp - 9;
+	y += m <= 2;
+	return (size_t)snprintf(out, outlen, "Hoje é %s, %lld de %s de %lld, "
+	    "%02lld:%02lld (horário de Brasília).",
+	    wd[((days % 7) + 7) % 7], (long long)d, mo[m - 1], (long long)y,
+	    (long long)(sec / 3600), (long long)(sec % 3600 / 60));
 }
 
 const char *

@@ -37,6 +37,8 @@ const char	*turn_flag_name(enum turn_flag);
 /* The conversation as the turn found it. Times in ms; 0: not set. */
 struct turn_conv {
 	struct mode_state	st;
+	bool			has_shadow;	/* shadow_st was recorded */
+	struct mode_state	shadow_st;	/* shadow mode's own state */
 	enum turn_flag		flag;		/* effective for this doctor */
 	bool			human_control;
 	int64_t			opted_out_at;
@@ -44,7 +46,8 @@ struct turn_conv {
 	int64_t			cooling_off_until;
 	int64_t			serious_objection_at;
 	bool			reserva_confirmada;
-	bool			objecao_resolvida;
+	int64_t			objection_at;	/* an objection open since */
+	const char		*objection;	/* what was objected; borrowed */
 	int64_t			last_inbound_at;
 };
 
@@ -108,9 +111,15 @@ enum turn_reply { REPLY_NONE, REPLY_CANNED, REPLY_LLM };
 struct turn_changes {
 	bool	opted_out;		/* opted_out_at */
 	bool	opt_out_confirmed;	/* opt_out_confirmed_at */
+	bool	opted_in;		/* opted_out_at, confirmed: cleared */
 	bool	serious_objection;	/* serious_objection_at */
 	const char *control_by;		/* control -> human, by whom; NULL */
+	int64_t	cooling_off_until;	/* 0: unchanged */
+	const char *objection;		/* opened: objecao_at, objecao_motivo */
+	bool	objection_resolved;	/* objecao_resolvida, objecao_at NULL */
+	int	reserva;		/* reserva_confirmada: -1 kept, 0, 1 */
 	bool	state;			/* mode / pending moved */
+	bool	shadow_state;		/* shadow: its own state moved */
 	char	reason[ROUTER_REASON_MAX];
 };
 
@@ -119,7 +128,9 @@ struct turn_plan {
 	size_t			 nmsgs;
 	enum turn_flag		 flag;
 	int64_t			 now_ms;
-	struct mode_state	 st;		/* the state now */
+	struct mode_state	 st;		/* the state now (shadow: the
+						 * would-be state) */
+	enum mode		 real_mode;	/* the conversation's mode */
 	struct turn_changes	 set;
 	struct turn_funnel	 funnel[TURN_FUNNEL_MAX];
 	size_t			 nfunnel;
@@ -137,6 +148,10 @@ struct turn_plan {
 	unsigned		 tools_allowed;	/* layer 1 of prompt_mode */
 	unsigned		 tools_offered;	/* = allowed unless flag off/shadow */
 	unsigned		 guard_modes;	/* 1u << mode: claims checked */
+	bool			 bridge_consent; /* the doctor agreed this turn */
+	bool			 was_objection;	/* as claimed: objection open */
+	bool			 was_reserva;	/* as claimed: booking confirmed */
+	char			 today[128];	/* the turn's date, for the prompt */
 };
 
 /* Decide the turn. Borrows rs and in (strings of in are referenced by the
@@ -180,6 +195,14 @@ void	turn_guard(const struct ruleset *, const struct turn_plan *,
  * once, in claims-file order; returns how many (may exceed max). */
 size_t	turn_claims_made(const struct ruleset *, unsigned modes,
 	    const char *reply, const char **ids, size_t max);
+
+/* Why a tool the LLM called may not run now (a text the LLM can act on,
+ * returned to it as an error), or NULL when it may. */
+const char	*turn_tool_refusal(const struct turn_plan *, enum tool);
+
+/* Today's date, weekday and time in Brasília (UTC-3, no daylight saving
+ * since 2019) of a time in ms, as a Portuguese sentence. */
+size_t	turn_today(int64_t now_ms, char *out, size_t outlen);
 
 /* The LLM could not answer: a canned key, or NULL for a hand-off to a
  * human (handoff_configured: LLM_FALLBACK=handoff). */

@@ -27,6 +27,8 @@ struct policy_rule {
 	int			 opted_out;
 	int			 cooling_off;
 	int			 serious_open;
+	unsigned		 modes;		/* 1u << enum mode; 0: any */
+	int			 cooling_off_days;
 };
 
 struct policy {
@@ -67,6 +69,20 @@ load_bool(const struct flat *f, size_t i, const char *name, struct diag *d)
 	return strcmp(e->val, "true") == 0;
 }
 
+/* One mode of a "mode" condition (a name or a list of names). */
+static void
+load_mode(const struct flat *f, size_t i, const char *s,
+    struct policy_rule *r, struct diag *d)
+{
+	int	m;
+
+	if ((m = mode_from_name(s)) == -1)
+		diag_add(d, f->file, "", "rules.%zu.when.mode: unknown mode "
+		    "\"%s\"", i, s);
+	else
+		r->modes |= 1u << m;
+}
+
 /* The "when" object of rule i: every key must be a known condition. */
 static void
 load_when(const struct flat *f, size_t i, struct policy_rule *r,
@@ -83,7 +99,8 @@ load_when(const struct flat *f, size_t i, struct policy_rule *r,
 		    strcmp(names[k], "control") != 0 &&
 		    strcmp(names[k], "opted_out") != 0 &&
 		    strcmp(names[k], "cooling_off") != 0 &&
-		    strcmp(names[k], "serious_objection_open") != 0)
+		    strcmp(names[k], "serious_objection_open") != 0 &&
+		    strcmp(names[k], "mode") != 0)
 			diag_add(d, f->file, prefix, "unknown condition \"%s\"",
 			    names[k]);
 	r->intent = COND_ANY;
@@ -101,6 +118,12 @@ load_when(const struct flat *f, size_t i, struct policy_rule *r,
 			diag_add(d, f->file, "", "rules.%zu.when.control: "
 			    "unknown control \"%s\" (ai | human)", i, s);
 	}
+	r->modes = 0;
+	if ((s = flat_str(f, "%s.mode", prefix)) != NULL)
+		load_mode(f, i, s, r, d);
+	for (k = 0; k < MODE__COUNT; k++)
+		if ((s = flat_str(f, "%s.mode.%zu", prefix, k)) != NULL)
+			load_mode(f, i, s, r, d);
 	r->opted_out = load_bool(f, i, "opted_out", d);
 	r->cooling_off = load_bool(f, i, "cooling_off", d);
 	r->serious_open = load_bool(f, i, "serious_objection_open", d);
@@ -135,7 +158,8 @@ static int
 load_rule(const struct flat *f, size_t i, struct policy_rule *r,
     struct diag *d)
 {
-	const char	*id, *dec, *text;
+	const struct flat_ent	*e;
+	const char		*id, *dec, *text;
 
 	if ((id = flat_str(f, "rules.%zu.id", i)) == NULL || *id == '\0') {
 		diag_add(d, f->file, "", "rules.%zu.id: missing", i);
@@ -153,6 +177,15 @@ load_rule(const struct flat *f, size_t i, struct policy_rule *r,
 		    "decision \"%s\" (ALLOW | BLOCK)", i, dec);
 	load_when(f, i, r, d);
 	r->actions = load_actions(f, i, d);
+	if ((e = flat_get(f, "rules.%zu.cooling_off_days", i)) != NULL &&
+	    (e->type != 'n' || (r->cooling_off_days = (int)strtol(e->val, NULL, 10)) < 1 ||
+	    r->cooling_off_days > 3650))
+		diag_add(d, f->file, "", "rules.%zu.cooling_off_days: a whole "
+		    "number of days, 1 to 3650", i);
+	if ((r->actions & (1u << POLICY_ACT_START_COOLING_OFF)) &&
+	    r->cooling_off_days == 0)
+		diag_add(d, f->file, "", "rules.%zu: start_cooling_off needs "
+		    "cooling_off_days", i);
 	text = flat_str(f, "rules.%zu.constraints", i);
 	if ((r->id = strdup(id)) == NULL ||
 	    (text != NULL && (r->constraints = strdup(text)) == NULL))
@@ -220,7 +253,8 @@ rule_matches(const struct policy_rule *r, const struct policy_input *in)
 	    cond_ok(r->human, in->human_control) &&
 	    cond_ok(r->opted_out, in->opted_out_at != 0) &&
 	    cond_ok(r->cooling_off, in->cooling_off_until > in->now_ms) &&
-	    cond_ok(r->serious_open, in->serious_objection_open);
+	    cond_ok(r->serious_open, in->serious_objection_open) &&
+	    (r->modes == 0 || (in->mode >= 0 && (r->modes & (1u << in->mode))));
 }
 
 void
@@ -241,12 +275,15 @@ policy_eval(const struct policy *p, const struct policy_input *in,
 			out->decision = POLICY_BLOCK;
 			out->rule = r->id;
 			out->actions = r->actions;
+			out->cooling_off_days = r->cooling_off_days;
 			out->constraints[0] = '\0';
 			return;
 		}
 		if (strcmp(out->rule, "default") == 0)
 			out->rule = r->id;
 		out->actions |= r->actions;
+		if (r->cooling_off_days > out->cooling_off_days)
+			out->cooling_off_days = r->cooling_off_days;
 		if (r->constraints != NULL && len < sizeof out->constraints)
 			len += (size_t)snprintf(out->constraints + len,
 			    sizeof out->constraints - len, "%s%s",

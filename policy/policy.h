@@ -15,7 +15,12 @@ enum policy_decision { POLICY_ALLOW, POLICY_BLOCK };
 #define POLICY_ACTION_LIST(X)						\
 	X(POLICY_ACT_RECORD_OPT_OUT, "record_opt_out")			\
 	X(POLICY_ACT_SEND_CONFIRMATION_ONCE, "send_confirmation_once")	\
-	X(POLICY_ACT_HANDOFF_HUMAN, "handoff_human")
+	X(POLICY_ACT_HANDOFF_HUMAN, "handoff_human")			\
+	X(POLICY_ACT_RECORD_SERIOUS_OBJECTION, "record_serious_objection") \
+	X(POLICY_ACT_SEND_HANDOFF_MESSAGE, "send_handoff_message")	\
+	X(POLICY_ACT_CLEAR_OPT_OUT, "clear_opt_out")			\
+	X(POLICY_ACT_SEND_OPT_IN_CONFIRMATION, "send_opt_in_confirmation") \
+	X(POLICY_ACT_START_COOLING_OFF, "start_cooling_off")
 
 #define MG_ENUM_ITEM(e, s) e,
 enum policy_action { POLICY_ACTION_LIST(MG_ENUM_ITEM) POLICY_ACT__COUNT };
@@ -31,6 +36,7 @@ struct policy_input {
 	int64_t		cooling_off_until; /* 0: none */
 	bool		serious_objection_open;
 	bool		human_control;	/* conversation control is human */
+	int		mode;		/* enum mode, or -1: unknown */
 	int64_t		now_ms;
 };
 
@@ -42,6 +48,7 @@ struct policy_result {
 					 * from the policy, "default" when
 					 * no rule matched */
 	unsigned		 actions;	/* 1u << enum policy_action */
+	int			 cooling_off_days; /* start_cooling_off: days */
 	char			 constraints[POLICY_CONSTRAINTS_MAX];
 };
 

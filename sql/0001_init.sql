@@ -26,8 +26,9 @@ CREATE TABLE inbox (
 	attempts	int NOT NULL DEFAULT 0,
 	last_error	text
 );
-CREATE INDEX inbox_pending ON inbox (id) WHERE state = 'pending';
-CREATE INDEX inbox_sender ON inbox (phone_number_id, sender_key, id);
+-- A new row enters three btrees: the primary key, UNIQUE (wamid)
+-- (deduplication) and inbox_unlinked (0002, mg_link_inbox's queue). No
+-- query finds work by sender or by a global pending scan.
 
 -- Delivery statuses of outgoing messages (statuses[] of field "messages"):
 -- one row per (message, status); a replay adds nothing and a late

@@ -1,17 +1,9 @@
 -- 0002_turn.sql -- the turn's schema: doctor state, leases, shifts
--- (vagas), bridges, outbox, audit, funnel, feature flags, transcript.
--- The functions the worker calls (one round trip per step) are in
--- 0003_turn_fn.sql. Forward-only; applied in one transaction.
+-- (vagas), bridges, outbox, audit, funnel, feature flags. The functions
+-- the worker calls (one round trip per step), the triggers and the
+-- transcript view are in sql/functions/. Forward-only; applied in one
+-- transaction.
 -- SPDX-License-Identifier: MIT
-
--- Accent- and case-folding for partial matches ("sao paulo" finds "São
--- Paulo") without the unaccent extension (no superuser needed).
-CREATE FUNCTION mg_fold(s text) RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURNS NULL ON NULL INPUT AS $$
-	SELECT lower(translate(s,
-	    'ÁÀÂÃÄáàâãäÉÈÊËéèêëÍÌÎÏíìîïÓÒÔÕÖóòôõöÚÙÛÜúùûüÇçÑñ',
-	    'AAAAAaaaaaEEEEeeeeIIIIiiiiOOOOOoooooUUUUuuuuCcNn'))
-$$;
 
 -- Feature flags --------------------------------------------------------
 
@@ -41,67 +33,14 @@ CREATE TABLE feature_flag_changes (
 	changed_at	timestamptz NOT NULL DEFAULT now()
 );
 
--- A plain UPDATE that sets neither updated_by nor reason is attributed
--- to the database user, with no reason (never the previous change's).
-CREATE FUNCTION mg_flag_stamp() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-	NEW.updated_at := now();
-	IF TG_OP = 'UPDATE' THEN
-		IF NEW.updated_by IS NOT DISTINCT FROM OLD.updated_by AND
-		    NEW.reason IS NOT DISTINCT FROM OLD.reason THEN
-			NEW.updated_by := session_user;
-			NEW.reason := NULL;
-		END IF;
-	END IF;
-	NEW.updated_by := coalesce(NEW.updated_by, session_user);
-	RETURN NEW;
-END $$;
-
--- History row and NOTIFY for every insert, update or delete of a flag.
-CREATE FUNCTION mg_flag_history() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
-	o feature_flags;
-	n feature_flags;
-BEGIN
-	IF TG_OP <> 'INSERT' THEN o := OLD; END IF;
-	IF TG_OP <> 'DELETE' THEN n := NEW; END IF;
-	INSERT INTO feature_flag_changes (name, old_value, new_value,
-	    old_percent, new_percent, changed_by, reason)
-	VALUES (coalesce(n.name, o.name), o.value, n.value, o.percent,
-	    n.percent, coalesce(n.updated_by, session_user), n.reason);
-	PERFORM pg_notify('modegate_flags', json_build_object(
-	    'name', coalesce(n.name, o.name), 'value', n.value,
-	    'percent', n.percent)::text);
-	RETURN NULL;
-END $$;
-
-CREATE TRIGGER feature_flags_stamp BEFORE INSERT OR UPDATE ON feature_flags
-	FOR EACH ROW EXECUTE FUNCTION mg_flag_stamp();
-CREATE TRIGGER feature_flags_history
-	AFTER INSERT OR UPDATE OR DELETE ON feature_flags
-	FOR EACH ROW EXECUTE FUNCTION mg_flag_history();
-
+-- The first flag and its history row (the triggers of
+-- sql/functions/20_audit.sql that write history come later).
 INSERT INTO feature_flags (name, value, updated_by, reason)
 VALUES ('conversation_mode_enabled', 'on', 'migration', 'initial value');
-
--- Append-only tables ---------------------------------------------------
-
--- Refuses UPDATE and DELETE (row trigger) and TRUNCATE (statement trigger).
-CREATE FUNCTION mg_append_only() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-	RAISE EXCEPTION '%: append-only table, % refused', TG_TABLE_NAME, TG_OP
-	    USING ERRCODE = 'insufficient_privilege';
-END $$;
-
-CREATE TRIGGER feature_flag_changes_append_only
-	BEFORE UPDATE OR DELETE ON feature_flag_changes
-	FOR EACH ROW EXECUTE FUNCTION mg_append_only();
-CREATE TRIGGER feature_flag_changes_no_truncate
-	BEFORE TRUNCATE ON feature_flag_changes
-	FOR EACH STATEMENT EXECUTE FUNCTION mg_append_only();
+INSERT INTO feature_flag_changes (name, new_value, new_percent, changed_by,
+    reason)
+VALUES ('conversation_mode_enabled', 'on', 100, 'migration',
+    'initial value');
 
 -- Conversations: the doctor's state and the worker's lease ---------------
 
@@ -122,10 +61,10 @@ ALTER TABLE conversations
 	ADD COLUMN next_attempt_at	timestamptz,	-- backoff after a failed turn
 	ADD COLUMN control_updated_at	timestamptz,
 	ADD COLUMN control_updated_by	text,
-	-- When the AI's memory of the chat starts again (set by mg_release in
-	-- 0005): mg_context replays only messages after it, so the AI's
-	-- hand-off reply and what was said while a human had the chat never
-	-- reach the LLM. doctor_memory and the columns above stay.
+	-- When the AI's memory of the chat starts again (set by mg_release,
+	-- sql/functions/80_ops.sql): mg_context replays only messages after
+	-- it, so the AI's hand-off reply and what was said while a human had
+	-- the chat never reach the LLM. doctor_memory and the columns above stay.
 	ADD COLUMN context_since	timestamptz;
 
 -- Facts about the doctor (tool salvar_memoria).
@@ -147,9 +86,14 @@ ALTER TABLE inbox
 	ADD COLUMN done_at		timestamptz,
 	ADD COLUMN done_reason		text;	-- why skipped (too old, human...)
 CREATE INDEX inbox_unlinked ON inbox (id) WHERE conversation_id IS NULL;
+-- The conversation indexes only matter once mg_link_inbox has set
+-- conversation_id; every query using them filters on conversation_id
+-- (= a value, or IS NOT NULL), which implies the predicate. Linking is
+-- an UPDATE of conversation_id, which pays for them then.
+CREATE INDEX inbox_conv ON inbox (conversation_id, id)
+	WHERE conversation_id IS NOT NULL;
 CREATE INDEX inbox_conv_open ON inbox (conversation_id, id)
-	WHERE state IN ('pending', 'claimed');
-CREATE INDEX inbox_conv ON inbox (conversation_id, id);
+	WHERE state IN ('pending', 'claimed') AND conversation_id IS NOT NULL;
 
 -- Shifts and bridges ---------------------------------------------------
 
@@ -258,57 +202,3 @@ CREATE TABLE funnel_events (
 );
 CREATE INDEX funnel_events_conv ON funnel_events (conversation_id, created_at);
 CREATE INDEX funnel_events_status ON funnel_events (status, created_at);
-
-CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log
-	FOR EACH ROW EXECUTE FUNCTION mg_append_only();
-CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
-	FOR EACH STATEMENT EXECUTE FUNCTION mg_append_only();
-CREATE TRIGGER funnel_events_append_only
-	BEFORE UPDATE OR DELETE ON funnel_events
-	FOR EACH ROW EXECUTE FUNCTION mg_append_only();
-CREATE TRIGGER funnel_events_no_truncate BEFORE TRUNCATE ON funnel_events
-	FOR EACH STATEMENT EXECUTE FUNCTION mg_append_only();
-
--- Transcript -------------------------------------------------------------
-
--- The text of an inbound message as the LLM should see it: the body, a
--- button or list title, or "[image]" (with its caption) for other types.
-CREATE FUNCTION mg_inbound_text(msg_type text, raw jsonb) RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-	SELECT CASE
-	WHEN msg_type = 'text' THEN raw -> 'text' ->> 'body'
-	WHEN msg_type = 'button' THEN coalesce(raw -> 'button' ->> 'text',
-	    raw -> 'button' ->> 'payload')
-	WHEN msg_type = 'interactive' THEN coalesce(
-	    raw -> 'interactive' -> 'button_reply' ->> 'title',
-	    raw -> 'interactive' -> 'list_reply' ->> 'title',
-	    raw -> 'interactive' -> 'nfm_reply' ->> 'body', '[interactive]')
-	WHEN msg_type IN ('image', 'video', 'document', 'audio', 'sticker')
-	    THEN '[' || msg_type || ']' || coalesce(' ' ||
-	    (raw -> msg_type ->> 'caption'), '')
-	WHEN msg_type = 'reaction' THEN '[reaction ' ||
-	    coalesce(raw -> 'reaction' ->> 'emoji', '') || ']'
-	WHEN msg_type = 'location' THEN '[location]' ||
-	    coalesce(' ' || (raw -> 'location' ->> 'name'), '')
-	ELSE '[' || msg_type || ']'
-	END
-$$;
-
--- Both directions of every conversation. Outbound rows that were never
--- and will never be delivered (failed, dead, dropped) and read receipts
--- are left out.
-CREATE VIEW transcript AS
-	SELECT i.conversation_id, coalesce(i.wa_timestamp, i.received_at) AS at,
-	    'in'::text AS direction, mg_inbound_text(i.msg_type, i.raw) AS text,
-	    i.id AS inbox_id, NULL::bigint AS outbox_id
-	FROM inbox i
-	WHERE i.conversation_id IS NOT NULL
-	UNION ALL
-	SELECT o.conversation_id, coalesce(o.sent_at, o.created_at),
-	    'out', CASE o.kind
-		WHEN 'text' THEN o.payload -> 'text' ->> 'body'
-		ELSE '[template ' || coalesce(o.payload -> 'template' ->> 'name',
-		    '') || ']' END,
-	    NULL, o.id
-	FROM outbox o
-	WHERE o.kind <> 'read' AND o.state NOT IN ('failed', 'dead', 'dropped');

@@ -5,14 +5,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "cmd/cmd.h"
 
 static const struct cmd_entry cmd_table[] = {
 	{ "check-config", cmd_check_config, "check-config [--list]",
 	  "check the environment and rule files; --list prints the "
 	  "variable table" },
 	{ "migrate", cmd_migrate, "migrate",
-	  "apply the sql/NNNN_*.sql migrations not yet applied" },
+	  "apply the sql/NNNN_*.sql migrations not yet applied, then "
+	  "re-apply sql/functions/" },
 	{ "serve", cmd_serve, "serve",
 	  "run the HTTP front door: GET/POST /webhook, /healthz, /readyz, "
 	  "/metrics" },
@@ -40,6 +41,19 @@ static const struct cmd_entry cmd_table[] = {
 	{ "set-mode", cmd_set_mode, "set-mode WA_ID MODE [--reason TEXT] "
 	  "[--by WHO] [--phone-number-id ID]",
 	  "set the conversation mode by hand (mode_source manual)" },
+	{ "opt-out", cmd_opt_out, "opt-out WA_ID [--by WHO] "
+	  "[--phone-number-id ID]",
+	  "record the doctor's opt-out (nothing is sent)" },
+	{ "opt-in", cmd_opt_in, "opt-in WA_ID [--by WHO] "
+	  "[--phone-number-id ID]",
+	  "clear the doctor's opt-out" },
+	{ "cooling-off", cmd_cooling_off, "cooling-off WA_ID (--days N | "
+	  "--clear) [--by WHO] [--phone-number-id ID]",
+	  "pause proactive messages for N days, or end the pause" },
+	{ "campaign", cmd_campaign, "campaign start ID --template NAME:LANG "
+	  "[--phone-number-id ID] [--rate N] (WA_ID... | --file F) | "
+	  "campaign status ID",
+	  "a template to a list of doctors, once each; its figures" },
 	{ "funnel", cmd_funnel, "funnel [--since DATE] [--until DATE]",
 	  "the funnel metrics, overall and per day, beside their targets" },
 };

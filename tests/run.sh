@@ -46,6 +46,7 @@ run() {
 }
 
 run check-core sh -c "tests/check-core.sh $build/libcore.a && echo ok 1 - core is pure"
+run check-layers sh -c "tests/check-layers.sh $build && echo ok 1 - src/ calls only downwards"
 for t in "$build"/tests/test_*; do
 	[ -x "$t" ] && run "$(basename "$t")" "$t"
 done

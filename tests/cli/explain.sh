@@ -21,7 +21,7 @@ sys.exit(0 if ($expr) else 1)" 2>/dev/null; then
 		echo "# $out"
 	fi
 }
-echo "1..7"
+echo "1..12"
 check "all keys present" "set(j) >= {'intent','confidence','policy','proposal','decision','mode','pending_transition','tools_allowed','tools_removed','forbidden_claims','required_behavior','prompt_constraints'}" \
     -- --mode discovery "Oi, tudo bem?"
 check "discovery: interest is PENDING oferta, mode still discovery, no buscar_vagas" \
@@ -42,3 +42,19 @@ check "opt-out is blocked by policy, router not run" \
 check "35 days idle goes to reativacao" \
     "j['decision']=='APPLY' and j['mode']=='reativacao' and j['reason']=='inactivity:35d'" \
     -- --mode oferta --inactive-days 35 "oi"
+check "the plan: the reply choice and the commit the worker would encode" \
+    "j['plan']['reply']=='llm' and j['plan']['mark_read'] and any(a['step']=='router' for a in j['plan']['commit']['audit'])" \
+    -- --mode discovery "Quero saber de vagas!"
+check "an open objection: interest revisits it, naming it" \
+    "j['decision']=='PENDING' and j['reason'].endswith('revisit_objection') and 'valor baixo' in j['plan']['llm_constraints']" \
+    -- --mode discovery --objection "valor baixo" "ta bom, me mostra as vagas"
+check "opted out: OPT_IN clears it with a canned welcome" \
+    "j['policy']['rule']=='opt_in' and j['plan']['canned']=='opt_in_confirmation' and j['plan']['commit']['conversation']['opted_out_at'] is None" \
+    -- --mode discovery --opted-out "quero voltar a receber"
+check "cooling-off: answered, with the no-offer constraint" \
+    "j['plan']['reply']=='llm' and 'NÃO ofereça plantões' in j['plan']['llm_constraints']" \
+    -- --mode oferta --cooling-off "oi, tudo bem?"
+check "no consent this turn: the bridge is refused, with the reason" \
+    "j['plan']['bridge'].startswith('pergunte ao médico')" \
+    -- --mode oferta "oi, tudo bem?"
+

@@ -12,7 +12,7 @@ n=2
 for f in bin/modegate share/modegate/mode/transitions.json \
 	share/modegate/policy/policy.json share/modegate/sql/0001_init.sql \
 	share/modegate/sql/roles.sql share/man/man1/modegate.1 \
-	share/modegate/sql/queries; do
+	share/modegate/sql/queries share/modegate/sql/functions/60_turn.sql; do
 	[ -e "$d/opt/mg/$f" ] && echo "ok $n - installs $f" ||
 		echo "not ok $n - installs $f"
 	n=$((n + 1))

@@ -1,5 +1,6 @@
 #!/bin/sh
-# sql_turn.sh -- the turn's SQL (sql/0002+, seed) tested with pgTAP on a
+# sql_turn.sh -- the turn's SQL (sql/NNNN_*.sql, then sql/functions/*.sql,
+# then the seed) tested with pgTAP on a
 # throwaway cluster: every tests/sql/test_*.sql through pg_prove, then the
 # checks that need committed data or several sessions (NOTIFY, concurrent
 # claims, tests/sql/multi_session.sh). TAP on stdout.
@@ -23,7 +24,8 @@ psqlq() {
 	psql -X -q -v ON_ERROR_STOP=1 "$@"
 }
 
-for f in sql/[0-9][0-9][0-9][0-9]_*.sql sql/seed_demo.sql; do
+for f in sql/[0-9][0-9][0-9][0-9]_*.sql sql/functions/*.sql \
+    sql/seed_demo.sql; do
 	psqlq -1 -f "$f" >"$tmp/apply.log" 2>&1 ||
 		{ echo "not ok 1 - apply $f"; sed 's/^/# /' "$tmp/apply.log"; exit 1; }
 done

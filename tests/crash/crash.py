@@ -22,7 +22,7 @@
 #     delivered, read, in shuffled order, 50 ms after each answer, retried
 #     while modegate is down), echoing biz_opaque_callback_data: a reply
 #     whose post was cut by a kill is settled by its status and never
-#     posted again (sql/0012), so there must be no duplicate post at all;
+#     posted again (sql/functions/40_send.sql), so there must be no duplicate post at all;
 #   - with --no-statuses (no status webhook ever) a cut post is posted
 #     again after MODEGATE_SEND_LEASE_S + MODEGATE_SEND_RECONCILE_S: each
 #     duplicate must be explained by a kill -9 between its two posts, and

@@ -8,7 +8,7 @@
 
 #include "../../mode/intent.h"
 #include "../../mode/normalize.h"
-#include "../../src/rules.h"
+#include "../../src/rules/flatfile.h"
 #include "fuzz_main.h"
 
 #ifndef MG_RULES_DIR

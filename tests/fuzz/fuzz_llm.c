@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "../../src/llm_wire.h"
+#include "../../src/llm/wire.h"
 #include "fuzz_main.h"
 
 int

@@ -13,7 +13,7 @@
 #include "../../mode/intent.h"
 #include "../../mode/router.h"
 #include "../../policy/policy.h"
-#include "../../src/rules.h"
+#include "../../src/rules/flatfile.h"
 #include "fuzz_main.h"
 
 int

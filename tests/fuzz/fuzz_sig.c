@@ -12,7 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "../../src/wa.h"
+#include "../../src/http/wa.h"
 #include "fuzz_main.h"
 
 #define SECRET	"fuzz-app-secret"

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "../../src/wa.h"
+#include "../../src/http/wa.h"
 #include "fuzz_main.h"
 
 int

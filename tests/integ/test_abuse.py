@@ -1,5 +1,5 @@
 # test_abuse.py -- abuse limits: a flood from one number does not become a
-# flood of LLM calls (per-sender turn limit, sql/0008), and the HTTP front
+# flood of LLM calls (per-sender turn limit, sql/functions/), and the HTTP front
 # door bounds idle and slow connections, header sizes and the number of
 # connections while normal webhooks keep getting 200.
 # SPDX-License-Identifier: MIT

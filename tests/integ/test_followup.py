@@ -1,4 +1,4 @@
-# test_followup.py -- the scheduler end to end (src/followup.c, sql/0007):
+# test_followup.py -- the scheduler end to end (src/followup.c, sql/functions/):
 # a bridge's follow-up reaches the fake Graph API (the template when the
 # 24-hour window is closed, the messages.json text when open), sem_resposta
 # after the no-answer delay, a stale pending cleared without a message, one

@@ -23,13 +23,15 @@ def test_encaminhar_humano_hands_off_until_release(h):
     eq(conv(h, "control"), "ai", "the AI has the chat")
     llm.reset()
 
-    # The doctor asks for a person; the LLM calls encaminhar_humano.
+    # Something only the team can solve; the LLM calls encaminhar_humano
+    # (an explicit request for a person is a rule: test_human_request).
     llm.script([{"tool_calls": [{"name": "encaminhar_humano",
                                  "id": "toolu_01handoff",
                                  "arguments": {"motivo":
                                                "médico pediu uma pessoa"}}]},
                 {"text": HANDOFF_TEXT}])
-    send(h, "wamid.eh2", "Prefiro falar com uma pessoa da equipe")
+    send(h, "wamid.eh2", "Tenho uma dúvida sobre um pagamento atrasado do "
+         "mês passado")
     eq(settled(h, "wamid.eh2"), "done", "handoff turn")
     reqs = llm_calls(llm)
     eq(len(reqs), 2, "tool round + final")
@@ -68,3 +70,24 @@ def test_encaminhar_humano_hands_off_until_release(h):
     eq(replies(h)[-1], "Oi de novo! Posso ajudar em algo mais?",
        "a reply after release")
     eq(len(replies(h)), 3, "three replies in all")
+
+
+def test_human_request_is_a_rule(h):
+    """PEDIDO_HUMANO needs no LLM: control goes to a human (by the policy),
+    the doctor gets the canned hand-off message, the AI stays silent until
+    `release`, all audited."""
+    llm = ready(h)
+    send(h, "wamid.hr1", "quero falar com uma pessoa de verdade")
+    eq(settled(h, "wamid.hr1"), "done", "the request")
+    eq(len(llm_calls(llm)), 0, "no LLM call")
+    eq((conv(h, "control"), conv(h, "control_updated_by")),
+       ("human", "policy"), "human control")
+    eq(audit(h, "policy")[-1][:2], ("BLOCK", "human_request"), "audited")
+    assert "alguém da equipe" in replies(h)[-1], replies(h)
+    silent_under_human(h, llm, "wamid.hr2", "alô?")
+    rc, out, err = cli(h, "release", DOCTOR, "--by", "ana")
+    eq(rc, 0, "release: " + err)
+    llm.script([{"text": "Oi! Em que posso ajudar?"}])
+    send(h, "wamid.hr3", "oi de novo")
+    eq(settled(h, "wamid.hr3"), "done", "after release")
+    eq(replies(h)[-1], "Oi! Em que posso ajudar?", "the AI answers again")

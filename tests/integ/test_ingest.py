@@ -211,8 +211,13 @@ def test_migrate_idempotent_and_concurrent(h):
                           "..", "..", "sql")
     n = len([f for f in os.listdir(sqldir) if re.match(r"\d{4}_.*\.sql$", f)])
     eq(sum("%d applied" % n in out for _, out in outs), 1, "applied once")
+    k = len([f for f in os.listdir(os.path.join(sqldir, "functions"))
+             if f.endswith(".sql")])
+    for _, out in outs:     # every run re-applies the functions
+        assert "functions: %d files re-applied" % k in out, out
     rc, out = h.migrate()
     eq((rc, "0 applied" in out), (0, True), out)
+    assert "functions: %d files re-applied" % k in out, out
     eq(h.sql1("SELECT count(*) FROM schema_migrations"), str(n), "versions")
 
 

@@ -116,7 +116,7 @@ def test_postgres_restart_under_load(h):
     def db_down(a, b):
         # the Graph API accepted the first post while the database was
         # down: its answer could not be recorded, so it was posted again
-        # (the exactly-once window of sql/0004 and src/sender.c)
+        # (the exactly-once window of sql/functions/ and src/sender.c)
         t = a["t_end"] or a["t"]
         if marks["down"] - 1 <= t <= marks["ready"] + 1:
             return "answer not recordable while the database was down"

@@ -53,6 +53,18 @@ def test_app_role_runs_a_turn_and_cannot_rewrite_audit(h):
     for i in (1, 2):    # idempotent: an operator re-runs it after migrate
         rc, err = roles(h)
         eq(rc, 0, "roles.sql run %d: %s" % (i, err))
+    # A later migrate re-applies sql/functions/ (CREATE OR REPLACE): the
+    # functions keep the grants roles.sql gave them.
+    rc, out = h.migrate()
+    eq((rc, "0 applied" in out), (0, True), "migrate again: " + out)
+    eq(h.sql1("SELECT count(*) FROM pg_proc WHERE pronamespace = "
+              "'public'::regnamespace AND NOT has_function_privilege("
+              "'modegate_app', oid, 'EXECUTE')"), "0",
+       "modegate_app may run every function after migrate")
+    eq(h.sql1("SELECT count(*) FROM pg_proc WHERE pronamespace = "
+              "'public'::regnamespace AND NOT coalesce(proacl::text[] && "
+              "ARRAY(SELECT 'modegate_app=X/' || proowner::regrole::text), "
+              "false)"), "0", "the grants of roles.sql survive migrate")
     owner = h.env["DATABASE_URL"]
     h.start(DATABASE_URL=as_app(h), MODEGATE_COALESCE_MS="0")
     h.wait_until(lambda: h.get("/readyz")[0] == 200, 10,

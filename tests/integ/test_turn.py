@@ -199,6 +199,33 @@ def test_flag_shadow_routes_without_changing(h):
         "tools_would_remove"], "would-remove audited"
 
 
+def test_shadow_keeps_its_own_state_and_would_be_guard(h):
+    """Shadow measures the whole path: its own pending (shadow_pending) is
+    kept and confirmed by the next message, the real mode never moves, and
+    a reply with a forbidden claim is sent but audited with what
+    enforcement would have done (decision regenerate, not pass)."""
+    llm = ready(h)
+    h.sql("UPDATE feature_flags SET value = 'shadow' "
+          "WHERE name = 'conversation_mode_enabled'")
+    llm.script([{"text": "Seu plantão está confirmado!"}])
+    send(h, "wamid.ss1", "Quero saber de vagas!")
+    settled(h, "wamid.ss1")
+    eq((conv(h, "shadow_mode"), conv(h, "shadow_pending")),
+       ("discovery", "oferta"), "shadow's pending kept")
+    eq(conv(h, "pending_transition"), None, "the real one untouched")
+    g = audit(h, "guard")[-1]
+    eq(g[:2], ("regenerate", "shadow: not enforced"), "would-be verdict")
+    eq(json.loads(g[2])["enforced"], False, "not enforced")
+    eq(replies(h)[-1], "Seu plantão está confirmado!", "sent unchanged")
+    send(h, "wamid.ss2", "sim, tenho CRM ativo")
+    settled(h, "wamid.ss2")
+    eq(audit(h, "router")[-1][0], "CONFIRM", "CONFIRM measured")
+    eq((conv(h, "shadow_mode"), conv(h, "conversation_mode")),
+       ("oferta", "discovery"), "shadow in oferta, real in discovery")
+    eq(h.sql1("SELECT count(*) FROM funnel_events"), "0",
+       "shadow records no funnel")
+
+
 def test_forbidden_tool_refused_not_executed(h):
     llm = ready(h)
     add_vaga(h)
@@ -401,11 +428,12 @@ def test_crash_mid_turn_answered_once(h):
     eq(replies(h), ["Oi! Qual sua especialidade?"], "answered once")
 
 
-def test_objection_blocks_offer_until_resolved(h):
-    """oferta + a soft objection moves back to discovery; the router then
-    reads why (mg_context's mode_updated_reason) and refuses a new offer
-    until the objection is marked resolved."""
-    ready(h)
+def test_objection_revisited_then_resolved(h):
+    """oferta + a soft objection moves back to discovery and records the
+    objection; later interest is not refused: a micro-confirmation revisits
+    the objection (the prompt names it), and the doctor's confirmation
+    resolves it (audited) and enters oferta. No lock-out."""
+    llm = ready(h)
     send(h, "wamid.obj-0", "oi")
     settled(h, "wamid.obj-0")
     h.sql("UPDATE conversations SET conversation_mode = 'oferta' "
@@ -413,15 +441,24 @@ def test_objection_blocks_offer_until_resolved(h):
     send(h, "wamid.obj-1", "ta muito longe pra mim, nao compensa")
     settled(h, "wamid.obj-1")
     eq(conv(h, "conversation_mode"), "discovery", "objection -> discovery")
+    assert conv(h, "objecao_at") is not None, "objection recorded"
+    motive = conv(h, "objecao_motivo")
+    assert motive, "what was objected is kept"
+    eq(audit(h, "objection")[-1][:2], ("opened", motive), "audited")
+    llm.reset()
     send(h, "wamid.obj-2", "quero saber de vagas")
     settled(h, "wamid.obj-2")
-    eq(audit(h, "router")[-1][0], "REJECT", "offer refused")
-    eq(conv(h, "pending_transition"), None, "nothing pending")
-    h.sql("UPDATE conversations SET objecao_resolvida = true "
-          "WHERE wa_id = '%s'" % DOCTOR)
-    send(h, "wamid.obj-3", "quero saber de vagas")
+    eq(audit(h, "router")[-1][0], "PENDING", "not refused")
+    eq(conv(h, "pending_transition"), "oferta", "revisit pending")
+    system = json.dumps(llm_calls(llm)[-1]["body"]["system"],
+                        ensure_ascii=False)
+    assert "O MÉDICO TINHA UMA OBJEÇÃO" in system and motive in system, \
+        system[-800:]
+    send(h, "wamid.obj-3", "sim, tranquilo, pode mandar")
     settled(h, "wamid.obj-3")
-    eq(conv(h, "pending_transition"), "oferta", "offer possible again")
+    eq(conv(h, "conversation_mode"), "oferta", "offer after the revisit")
+    eq(conv(h, "objecao_resolvida"), "t", "resolved")
+    eq(audit(h, "objection")[-1][0], "resolved", "resolution audited")
 
 
 def test_message_that_keeps_killing_the_process_ends_dead(h):

@@ -1,4 +1,4 @@
--- test_followup.sql -- the scheduler's sweep (sql/0007): which bridges
+-- test_followup.sql -- the scheduler's sweep (sql/functions/): which bridges
 -- are due, text or template by the 24-hour window, skipped bridges,
 -- conversations a turn holds, sent → aguardando_desfecho, sem_resposta,
 -- answered, failed sends, the 131047 template hand-over, stale pendings

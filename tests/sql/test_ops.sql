@@ -1,4 +1,4 @@
--- test_ops.sql -- sql/0005_ops.sql and sql/queries/*.sql on a seeded
+-- test_ops.sql -- sql/functions/ and sql/queries/*.sql on a seeded
 -- dataset: funnel_metrics and funnel_current with exact values, the
 -- analysts' queries with their expected rows, takeover / release /
 -- set-mode and mg_flag_set with their audit and history rows.

@@ -1,7 +1,7 @@
 -- test_tools.sql -- Julia's tools against the demo shifts (seed_demo.sql).
 -- SPDX-License-Identifier: MIT
 BEGIN;
-SELECT plan(17);
+SELECT plan(20);
 
 CREATE FUNCTION pg_temp.ids(r jsonb) RETURNS bigint[] LANGUAGE sql AS $$
 	SELECT coalesce(array_agg((v ->> 'id')::bigint ORDER BY (v ->> 'id')::bigint), '{}')
@@ -38,6 +38,23 @@ SELECT ok(NOT (11 = ANY (pg_temp.ids(mg_tool_buscar_vagas((SELECT id FROM cv),
 SELECT is(pg_temp.ids(mg_tool_buscar_vagas((SELECT id FROM cv),
     format('{"data":"%s"}', current_date + 3)::jsonb)),
     pg_temp.expect($$data = current_date + 3$$), 'buscar_vagas: by date');
+SELECT is(pg_temp.ids(mg_tool_buscar_vagas((SELECT id FROM cv),
+    format('{"data_de":"%s","data_ate":"%s"}', current_date + 2,
+    current_date + 4)::jsonb)),
+    pg_temp.expect($$data BETWEEN current_date + 2 AND current_date + 4$$),
+    'buscar_vagas: a range, data_de to data_ate inclusive');
+SELECT is(pg_temp.ids(mg_tool_buscar_vagas((SELECT id FROM cv),
+    format('{"data_de":"%s"}', current_date + 3)::jsonb)),
+    pg_temp.expect($$data = current_date + 3$$),
+    'buscar_vagas: data_de alone is that day');
+-- A shift this doctor did not close is not offered to him again.
+INSERT INTO funnel_events (conversation_id, vaga_id, status, doctor_key)
+SELECT (SELECT id FROM cv), min(id), 'nao_fechou', '5511933333333'
+FROM vagas WHERE status = 'aberta' AND data = current_date + 3;
+SELECT ok(NOT ((SELECT min(id) FROM vagas WHERE status = 'aberta' AND
+    data = current_date + 3) = ANY (pg_temp.ids(mg_tool_buscar_vagas(
+    (SELECT id FROM cv), format('{"data":"%s"}', current_date + 3)::jsonb)))),
+    'buscar_vagas: the shift that did not close is not offered again');
 SELECT is(pg_temp.ids(mg_tool_buscar_vagas((SELECT id FROM cv),
     '"{\"regiao\":\"guarulhos\"}"')), pg_temp.expect($$regiao = 'Guarulhos'$$),
     'buscar_vagas: arguments as a JSON string');

@@ -36,6 +36,8 @@ struct turn_case {
 #define C_OPTED_OUT	2u
 #define C_COOLING	4u
 #define C_SERIOUS	8u
+#define C_OBJECTION	16u	/* an objection open ("valor baixo") */
+#define C_RESERVA	32u	/* booking confirmed earlier */
 
 static const struct turn_case cases[] = {
 	{ "greeting", "discovery", NULL, 0, TURN_FLAG_ON, 0, MIN,
@@ -78,6 +80,27 @@ static const struct turn_case cases[] = {
 	{ "old message skipped, reaction ignored, text answered",
 	  "discovery", NULL, 0, TURN_FLAG_ON, 0, MIN, { "oi", "reaction:",
 	  "quero vagas" }, { 25 * 60 * MIN, 0, 0 }, false, NULL },
+	{ "objection revisited before any offer", "discovery", NULL, 0,
+	  TURN_FLAG_ON, C_OBJECTION, MIN, { "tá bom, me mostra as vagas" },
+	  { 0 }, false, NULL },
+	{ "the revisit confirmed: objection resolved, oferta", "discovery",
+	  "oferta", 5 * MIN, TURN_FLAG_ON, C_OBJECTION, MIN,
+	  { "sim, o valor agora tá ok" }, { 0 }, false, NULL },
+	{ "opted out asks to come back", "discovery", NULL, 0, TURN_FLAG_ON,
+	  C_OPTED_OUT, MIN, { "quero voltar a receber vagas" }, { 0 }, false,
+	  NULL },
+	{ "coming back without having left is interest", "discovery", NULL,
+	  0, TURN_FLAG_ON, 0, MIN, { "pode me mandar vagas de novo" }, { 0 },
+	  false, NULL },
+	{ "a request for a human", "oferta", NULL, 0, TURN_FLAG_ON, 0, MIN,
+	  { "quero falar com uma pessoa de verdade" }, { 0 }, false, NULL },
+	{ "refusal in oferta cools off", "oferta", NULL, 0, TURN_FLAG_ON, 0,
+	  MIN, { "não tenho interesse, obrigado" }, { 0 }, false, NULL },
+	{ "a new offer cycle clears the booking", "discovery", "oferta",
+	  5 * MIN, TURN_FLAG_ON, C_RESERVA, MIN, { "sim" }, { 0 }, false,
+	  NULL },
+	{ "no consent: the bridge is refused", "oferta", NULL, 0,
+	  TURN_FLAG_ON, 0, MIN, { "achei caro esse" }, { 0 }, false, NULL },
 	{ "flag off: no routing, every tool, no guard", "discovery", NULL, 0,
 	  TURN_FLAG_OFF, 0, MIN, { "quero vagas" }, { 0 }, true,
 	  "Seu plantão está confirmado!" },
@@ -138,6 +161,9 @@ run(const struct ruleset *rs, const struct turn_case *c)
 	in.conv.opt_out_confirmed = c->conv & C_OPTED_OUT;
 	in.conv.cooling_off_until = c->conv & C_COOLING ? T0 + DAY : 0;
 	in.conv.serious_objection_at = c->conv & C_SERIOUS ? T0 - DAY : 0;
+	in.conv.objection_at = c->conv & C_OBJECTION ? T0 - DAY : 0;
+	in.conv.objection = c->conv & C_OBJECTION ? "valor baixo" : NULL;
+	in.conv.reserva_confirmada = c->conv & C_RESERVA;
 	in.conv.last_inbound_at = T0 - c->inactive;
 	for (n = 0; n < 4 && c->msgs[n] != NULL; n++) {
 		memset(&m[n], 0, sizeof m[n]);
@@ -182,14 +208,27 @@ run(const struct ruleset *rs, const struct turn_case *c)
 	}
 	if (c->bridge && (tr = turn_event(rs, &p, EVENT_BRIDGE_MADE)) != NULL)
 		print_route("event bridge_made", tr);
-	printf("  after %s/%s%s\n", mode_name(p.st.mode), p.st.pending >= 0 ?
-	    mode_name(p.st.pending) : "-", p.set.state ? " (moved)" : "");
-	printf("  set%s%s%s%s%s\n", p.set.opted_out ? " opted_out_at" : "",
-	    p.set.opt_out_confirmed ? " opt_out_confirmed_at" : "",
-	    p.set.serious_objection ? " serious_objection_at" : "",
-	    p.set.control_by ? " control=human" : "",
-	    !p.set.opted_out && !p.set.opt_out_confirmed &&
-	    !p.set.serious_objection && !p.set.control_by ? " -" : "");
+	printf("  after %s/%s%s%s\n", mode_name(p.st.mode), p.st.pending >= 0 ?
+	    mode_name(p.st.pending) : "-", p.set.state ? " (moved)" : "",
+	    p.set.shadow_state ? " (shadow's own state moved; the real "
+	    "one did not)" : "");
+	printf("  set%s%s%s%s%s%s%s%s%s%s\n", p.set.opted_out ?
+	    " opted_out_at" : "", p.set.opt_out_confirmed ?
+	    " opt_out_confirmed_at" : "", p.set.opted_in ?
+	    " opted_in" : "", p.set.serious_objection ?
+	    " serious_objection_at" : "", p.set.control_by ?
+	    " control=human" : "", p.set.cooling_off_until ?
+	    " cooling_off_until" : "", p.set.objection ?
+	    " objection_opened" : "", p.set.objection_resolved ?
+	    " objection_resolved" : "", p.set.reserva == 1 ?
+	    " reserva_confirmada" : p.set.reserva == 0 ? " reserva_cleared" :
+	    "", !p.set.opted_out && !p.set.opt_out_confirmed &&
+	    !p.set.opted_in && !p.set.serious_objection && !p.set.control_by &&
+	    !p.set.cooling_off_until && !p.set.objection &&
+	    !p.set.objection_resolved && p.set.reserva < 0 ? " -" : "");
+	if (p.set.cooling_off_until)
+		printf("  cooling-off %lld days\n", (long long)
+		    ((p.set.cooling_off_until - T0) / DAY));
 	for (i = 0; i < p.nfunnel; i++)
 		printf("  funnel %s (%s)\n", p.funnel[i].status,
 		    p.funnel[i].origem);
@@ -200,6 +239,13 @@ run(const struct ruleset *rs, const struct turn_case *c)
 	if (p.reply == REPLY_LLM) {
 		print_mask("tools", p.tools_offered, TOOL__COUNT, tool_name);
 		print_mask("guarded", p.guard_modes, MODE__COUNT, mode_name);
+		printf("  bridge %s\n", turn_tool_refusal(&p,
+		    TOOL_CRIAR_HANDOFF_EXTERNO) == NULL ? "allowed" :
+		    "refused: no consent this turn");
+		if (strstr(p.constraints, "O MÉDICO TINHA UMA OBJEÇÃO"))
+			printf("  prompt revisits the objection: %s\n",
+			    strstr(p.constraints, "valor baixo") ? "valor baixo" :
+			    "?");
 	}
 	if (c->reply != NULL) {
 		turn_guard(rs, &p, c->reply, 0, &g);
@@ -225,6 +271,12 @@ main(int argc, char **argv)
 		return 1;
 	}
 	printf("# whole turns: state + messages -> plan (default rules)\n");
+	{
+		char	today[128];
+
+		turn_today(T0, today, sizeof today);
+		printf("# the prompt's date at T0: %s\n", today);
+	}
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		run(&rs, &cases[i]);
 	ruleset_flat_free(&rs);

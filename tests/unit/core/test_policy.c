@@ -96,13 +96,55 @@ test_cooling_off_until_its_end(void **state)
 	struct policy_input	in = { 0 };
 	struct policy_result	out;
 
+	/* answered, but no shift offered unless asked */
 	in.cooling_off_until = NOW + 1;
 	eval(INTENT_SAUDACAO, &in, &out);
-	assert_int_equal(out.decision, POLICY_BLOCK);
+	assert_int_equal(out.decision, POLICY_ALLOW);
 	assert_string_equal(out.rule, "cooling_off");
+	assert_non_null(strstr(out.constraints, "NÃO ofereça plantões"));
 	in.cooling_off_until = NOW;
 	eval(INTENT_SAUDACAO, &in, &out);
 	assert_int_equal(out.decision, POLICY_ALLOW);
+	assert_string_equal(out.rule, "default");
+}
+
+static void
+test_refusal_cools_off_in_oferta_only(void **state)
+{
+	struct policy_input	in = { 0 };
+	struct policy_result	out;
+
+	in.mode = MODE_OFERTA;
+	eval(INTENT_RECUSA, &in, &out);
+	assert_int_equal(out.decision, POLICY_ALLOW);
+	assert_true(out.actions & (1u << POLICY_ACT_START_COOLING_OFF));
+	assert_int_equal(out.cooling_off_days, 7);
+	in.mode = MODE_REATIVACAO;
+	eval(INTENT_RECUSA, &in, &out);
+	assert_int_equal(out.cooling_off_days, 7);
+	in.mode = MODE_DISCOVERY;
+	eval(INTENT_RECUSA, &in, &out);
+	assert_false(out.actions & (1u << POLICY_ACT_START_COOLING_OFF));
+	assert_string_equal(out.rule, "refusal");
+}
+
+static void
+test_human_request_and_opt_in(void **state)
+{
+	struct policy_input	in = { 0 };
+	struct policy_result	out;
+
+	eval(INTENT_PEDIDO_HUMANO, &in, &out);
+	assert_int_equal(out.decision, POLICY_BLOCK);
+	assert_int_equal(out.actions, (1u << POLICY_ACT_HANDOFF_HUMAN) |
+	    (1u << POLICY_ACT_SEND_HANDOFF_MESSAGE));
+	in.opted_out_at = NOW - 1;
+	eval(INTENT_OPT_IN, &in, &out);
+	assert_string_equal(out.rule, "opt_in");
+	assert_int_equal(out.actions, (1u << POLICY_ACT_CLEAR_OPT_OUT) |
+	    (1u << POLICY_ACT_SEND_OPT_IN_CONFIRMATION));
+	eval(INTENT_INTERESSE_VAGA, &in, &out);
+	assert_string_equal(out.rule, "opted_out");
 }
 
 static void
@@ -114,7 +156,10 @@ test_serious_objection(void **state)
 	eval(INTENT_OBJECAO_GRAVE, &in, &out);
 	assert_int_equal(out.decision, POLICY_BLOCK);
 	assert_string_equal(out.rule, "serious_objection");
-	assert_int_equal(out.actions, 1u << POLICY_ACT_HANDOFF_HUMAN);
+	assert_int_equal(out.actions, (1u << POLICY_ACT_HANDOFF_HUMAN) |
+	    (1u << POLICY_ACT_RECORD_SERIOUS_OBJECTION) |
+	    (1u << POLICY_ACT_START_COOLING_OFF));
+	assert_int_equal(out.cooling_off_days, 30);
 	in.serious_objection_open = true;
 	eval(INTENT_CONFIRMACAO, &in, &out);
 	assert_int_equal(out.decision, POLICY_BLOCK);
@@ -177,6 +222,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_human_control_first),
 		cmocka_unit_test(test_cooling_off_until_its_end),
 		cmocka_unit_test(test_serious_objection),
+		cmocka_unit_test(test_refusal_cools_off_in_oferta_only),
+		cmocka_unit_test(test_human_request_and_opt_in),
 		cmocka_unit_test(test_soft_objection_constrains),
 		cmocka_unit_test(test_loader_reports_everything),
 	};

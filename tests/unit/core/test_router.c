@@ -270,7 +270,7 @@ test_campaign_and_manual(void **state)
 }
 
 static void
-test_objection_until_resolved(void **state)
+test_objection_revisited_then_offer(void **state)
 {
 	struct mode_state	st = state_in(MODE_OFERTA, -1, 0);
 	struct router_input	in = msg(INTENT_OBJECAO, T0);
@@ -281,13 +281,18 @@ test_objection_until_resolved(void **state)
 	assert_int_equal(r.state.mode, MODE_DISCOVERY);
 	st = r.state;
 	in = msg(INTENT_INTERESSE_VAGA, T0 + MIN);
-	router_route(mx, &st, &in, &r);
-	assert_int_equal(r.decision, TRANS_REJECT);
-	assert_int_equal(r.state.pending, -1);
-	assert_string_equal(r.reason, "reject:objection_unresolved");
-	in.objecao_resolvida = true;
+	in.objection_open = true;
 	router_route(mx, &st, &in, &r);
 	assert_int_equal(r.decision, TRANS_PENDING);
+	assert_int_equal(r.state.pending, MODE_OFERTA);
+	assert_string_equal(r.reason,
+	    "matrix:discovery->oferta:INTERESSE_VAGA:revisit_objection");
+	st = r.state;
+	in = msg(INTENT_CONFIRMACAO, T0 + 2 * MIN);
+	in.objection_open = true;
+	router_route(mx, &st, &in, &r);
+	assert_int_equal(r.decision, TRANS_CONFIRM);
+	assert_int_equal(r.state.mode, MODE_OFERTA);
 }
 
 static void
@@ -430,7 +435,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_event_not_in_matrix_rejected),
 		cmocka_unit_test(test_inactivity_then_any_reply),
 		cmocka_unit_test(test_campaign_and_manual),
-		cmocka_unit_test(test_objection_until_resolved),
+		cmocka_unit_test(test_objection_revisited_then_offer),
 		cmocka_unit_test(test_booking_confirmed_counts_as_outcome),
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_seed_messages_as_text),

@@ -89,7 +89,9 @@ test_interest_goes_pending_then_confirms(void **state)
 	assert_non_null(strstr(p.constraints, "MICRO-CONFIRMAÇÃO"));
 	/* discovery's layer 1: no buscar_vagas offered */
 	assert_false(p.tools_offered & (1u << TOOL_BUSCAR_VAGAS));
-	assert_int_equal(p.nfunnel, 0);
+	/* the funnel counts interest when it is first shown */
+	assert_int_equal(p.nfunnel, 1);
+	assert_string_equal(p.funnel[0].status, "interesse_confirmado");
 	c.st = p.st;
 	turn_plan_free(&p);
 
@@ -99,8 +101,7 @@ test_interest_goes_pending_then_confirms(void **state)
 	assert_int_equal(p.st.pending, -1);
 	assert_null(strstr(p.constraints, "MICRO-CONFIRMAÇÃO"));
 	assert_true(p.tools_offered & (1u << TOOL_BUSCAR_VAGAS));
-	assert_int_equal(p.nfunnel, 1);
-	assert_string_equal(p.funnel[0].status, "interesse_confirmado");
+	assert_int_equal(p.nfunnel, 0);
 	turn_plan_free(&p);
 }
 
@@ -121,8 +122,23 @@ test_flag_off_and_shadow_keep_the_mode(void **state)
 	decide(&c, &p, 1, "Quero saber de vagas!");
 	assert_true(p.msgs[0].routed);		/* measured */
 	assert_false(p.msgs[0].route.applied);	/* not applied */
-	assert_int_equal(p.st.pending, -1);
+	assert_false(p.set.state);		/* the real state stays */
+	assert_true(p.set.shadow_state);	/* shadow's own moves */
+	assert_int_equal(p.st.pending, MODE_OFERTA);
+	assert_int_equal(p.real_mode, MODE_DISCOVERY);
+	turn_plan_free(&p);
+
+	/* the next message confirms in shadow's state: CONFIRM measured */
+	c.has_shadow = true;
+	c.shadow_st = c.st;
+	c.shadow_st.pending = MODE_OFERTA;
+	c.shadow_st.pending_at_ms = NOW - MIN;
+	decide(&c, &p, 1, "sim, tenho CRM");
+	assert_int_equal(p.msgs[0].route.r.decision, TRANS_CONFIRM);
+	assert_int_equal(p.st.mode, MODE_OFERTA);
+	assert_true(p.set.shadow_state);
 	assert_false(p.set.state);
+	assert_int_equal(p.nfunnel, 0);		/* nothing real recorded */
 	assert_int_equal(p.tools_offered, (1u << TOOL__COUNT) - 1);
 	turn_plan_free(&p);
 }

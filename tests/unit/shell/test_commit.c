@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../../src/commit.h"
+#include "../../../src/turn/commit.h"
 
 #define SQL_MAX	(1 << 20)
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../../src/llm_wire.h"
+#include "../../../src/llm/wire.h"
 
 /* Parse body as p's 2xx answer; returns llm_wire_parse's result. */
 static int

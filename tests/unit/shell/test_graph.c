@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../../src/graph.h"
+#include "../../../src/send/graph.h"
 #include "fakepeer.h"
 
 static struct fakepeer	 fake;

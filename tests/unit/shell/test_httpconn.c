@@ -24,7 +24,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "../../../src/httpconn.h"
+#include "../../../src/http/conns.h"
 
 struct srv {
 	struct event_base		*base;

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../../src/llm.h"
-#include "../../../src/tools_schema.h"
+#include "../../../src/llm/llm.h"
+#include "../../../src/turn/tools_schema.h"
 #include "fakepeer.h"
 
 static struct fakepeer	 fake;

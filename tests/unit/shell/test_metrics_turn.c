@@ -16,8 +16,8 @@
 #include <event2/buffer.h>
 
 #include "../../../mode/core.h"
-#include "../../../src/llm.h"
-#include "../../../src/metrics_turn.h"
+#include "../../../src/llm/llm.h"
+#include "../../../src/turn/metrics_turn.h"
 
 /* The exposition text; caller frees. */
 static char *

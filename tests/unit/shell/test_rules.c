@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../../src/rules.h"
+#include "../../../src/rules/flatfile.h"
 
 static void
 test_flatten_round_trip(void **state)

@@ -15,8 +15,8 @@
 
 #include <json-c/json.h>
 
-#include "../../../src/graph.h"
-#include "../../../src/sender.h"
+#include "../../../src/send/graph.h"
+#include "../../../src/send/sender.h"
 
 /* The result JSON for (http, code, wamid, retry-after, attempts, base). */
 static json_object *

@@ -15,7 +15,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "../../../src/wa.h"
+#include "../../../src/http/wa.h"
 
 #define FIXTURES	"../shared/fixtures/whatsapp"
 #define OWN		"tests/cases/webhooks"
