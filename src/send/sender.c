@@ -11,16 +11,16 @@
  * once, with the turn. A row is then leased ('sending') for
  * MODEGATE_SEND_LEASE_S while it is posted; the HTTP timeout is shorter
  * than the lease. Every message carries biz_opaque_callback_data naming
- * its row (sql/0012), which Meta echoes in the status webhooks of that
- * message. If the process dies after the Graph API accepted the message
- * and before mg_outbox_result commits, the row's lease expires with no
- * answer recorded: it is ambiguous. The claim leaves it alone for
- * MODEGATE_SEND_RECONCILE_S more seconds; a status naming it settles it
- * (ingest, mg_settle_outbox) and it is never posted again. Only silence
- * leads to a second post (audited "repost", counted). The sender
- * narrows the window by posting a row as soon as it is leased, recording
- * the answer at once, and retrying the record (not the post) while the
- * lease lasts when the database blips.
+ * its row (sql/functions/40_outbox.sql), which Meta echoes in the
+ * status webhooks of that message. If the process dies after the Graph
+ * API accepted the message and before mg_outbox_result commits, the
+ * row's lease expires with no answer recorded: it is ambiguous. The
+ * claim leaves it alone for MODEGATE_SEND_RECONCILE_S more seconds; a
+ * status naming it settles it (ingest, mg_settle_outbox) and it is never
+ * posted again. Only silence leads to a second post (audited "repost",
+ * counted). The sender narrows the window by posting a row as soon as
+ * it is leased, recording the answer at once, and retrying the record
+ * (not the post) while the lease lasts when the database blips.
  *
  * Stop errors (190 token, 368 blocked account, HTTP 401) fail their row
  * and pause the sender until restart: a new token or an unblocked account
