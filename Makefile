@@ -161,7 +161,7 @@ install:
 	    $(DESTDIR)$(SHARE)/policy $(DESTDIR)$(SHARE)/sql/queries \
 	    $(DESTDIR)$(SHARE)/sql/functions
 	install -m 755 build/install/bin/modegate $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 mode/*.json mode/*.md $(DESTDIR)$(SHARE)/mode/
+	install -m 644 mode/*.json mode/*.md mode/*.model $(DESTDIR)$(SHARE)/mode/
 	install -m 644 policy/*.json $(DESTDIR)$(SHARE)/policy/
 	install -m 644 sql/*.sql $(DESTDIR)$(SHARE)/sql/
 	install -m 644 sql/functions/*.sql $(DESTDIR)$(SHARE)/sql/functions/
@@ -185,10 +185,27 @@ $(BUILD)/bench/intent_bench: tests/bench/intent_bench.c $(LIBCORE)
 bench-claim: all
 	@tests/bench/claim_bench.sh $(BIN)/modegate
 
+# Intents (rules + model) and guard checks (rules + model, every claim) on
+# one core (CPU time): over tests/cases (the sets the figures were first
+# measured on) and over a train author's messages and replies (longer,
+# nearer production).
 .PHONY: bench-intent
-bench-intent: $(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat
+bench-intent: $(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat \
+    $(BUILD)/rules/mode/claims.flat
 	@$(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat \
-	    tests/cases/intent.tsv
+	    mode/intent.model tests/cases/intent.tsv \
+	    $(BUILD)/rules/mode/claims.flat mode/guard.model \
+	    tests/cases/guard.tsv
+	@$(BUILD)/bench/intent_bench $(BUILD)/rules/mode/intents.flat \
+	    mode/intent.model tests/corpus/messages/a1.tsv \
+	    $(BUILD)/rules/mode/claims.flat mode/guard.model \
+	    tests/corpus/replies/a1.tsv
+
+# Learn mode/intent.model and mode/guard.model from tests/corpus (the
+# train authors; the dev authors calibrate). Deterministic.
+.PHONY: train
+train: $(BIN)/modegate
+	$(BIN)/modegate train --corpus tests/corpus
 
 # Fuzzing (libFuzzer, clang): every harness in tests/fuzz/ against its seed
 # corpus in tests/fuzz/corpus/<target>/ for FUZZ_SECONDS each; any crash

@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "guard.h"
+
+#define GUARD_SEEN	64	/* distinct clauses remembered */
+#define GUARD_REPLY_MAX	8192	/* bytes of a reply without its repeats */
 #include "match.h"
 #include "normalize.h"
 
@@ -16,15 +19,18 @@ struct claim {
 	char		*id;
 	char		*prompt;
 	struct pattern	*pat;		/* npat */
+	struct match_filter *patf;	/* their filters, compact */
 	size_t		 npat;
 	struct pattern	*allow;		/* nallow */
+	struct match_filter *allowf;
 	size_t		 nallow;
 	bool		 skip_questions;
 };
 
 struct claims {
-	struct claim	c[GUARD_MAX_CLAIMS];
-	size_t		n;
+	struct claim		 c[GUARD_MAX_CLAIMS];
+	size_t			 n;
+	const struct model	*model;		/* borrowed; may be NULL */
 };
 
 /* The keys a claim may have; anything else is a typo worth reporting. */
@@ -156,6 +162,7 @@ claim_load_one(struct claims *cl, struct claim *c, const struct flat *f,
 	const struct flat_ent	*e;
 	const char		*id, *prompt;
 	char			 key[FLAT_NAME_MAX * 2];
+	size_t			 i;
 
 	claim_unknown_keys(f, d, prefix);
 	if ((id = claim_check_id(cl, f, d, prefix)) != NULL &&
@@ -171,6 +178,14 @@ claim_load_one(struct claims *cl, struct claim *c, const struct flat *f,
 	c->npat = claim_patterns(f, d, key, true, &c->pat);
 	key_join(key, sizeof key, prefix, "allow");
 	c->nallow = claim_patterns(f, d, key, false, &c->allow);
+	c->patf = calloc(c->npat + 1, sizeof *c->patf);
+	c->allowf = calloc(c->nallow + 1, sizeof *c->allowf);
+	if (c->patf == NULL || c->allowf == NULL)
+		diag_add(d, f->file, prefix, "out of memory");
+	for (i = 0; c->patf != NULL && i < c->npat; i++)
+		match_filter_of(&c->pat[i], &c->patf[i]);
+	for (i = 0; c->allowf != NULL && i < c->nallow; i++)
+		match_filter_of(&c->allow[i], &c->allowf[i]);
 	if ((e = flat_get(f, "%s.skip_questions", prefix)) != NULL) {
 		if (e->type != 'b') {
 			key_join(key, sizeof key, prefix, "skip_questions");
@@ -227,7 +242,9 @@ claims_free(struct claims *cl)
 		free(cl->c[i].id);
 		free(cl->c[i].prompt);
 		free(cl->c[i].pat);
+		free(cl->c[i].patf);
 		free(cl->c[i].allow);
+		free(cl->c[i].allowf);
 	}
 	free(cl);
 }
@@ -325,39 +342,256 @@ clause_next(const char *s, size_t n, size_t *pos, size_t *start,
 
 /* True when the normalised clause violates claim c. */
 static bool
-claim_violated(const struct claim *c, const char *norm, bool question)
+claim_violated(const struct claim *c, const struct match_text *mt,
+    bool question)
 {
 	size_t	i;
 
 	if (question && c->skip_questions)
 		return false;
 	for (i = 0; i < c->nallow; i++)
-		if (match_find(&c->allow[i], norm, NULL, NULL))
+		if (match_filter_test(&c->allowf[i], mt) &&
+		    match_find_text(&c->allow[i], mt, 0, NULL, NULL))
 			return false;
 	for (i = 0; i < c->npat; i++)
-		if (match_find(&c->pat[i], norm, NULL, NULL))
+		if (match_filter_test(&c->patf[i], mt) &&
+		    match_find_text(&c->pat[i], mt, 0, NULL, NULL))
 			return true;
 	return false;
+}
+
+/* The claims (all of them) whose rules fire in some clause of reply. */
+static void
+rules_hits(const struct claims *cl, const char *reply, size_t len, bool *hit)
+{
+	struct match_text	mt;
+	char			norm[GUARD_CHUNK * 4 + 64];
+	bool			question;
+	size_t			pos = 0, start, clen, i;
+
+	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
+	while (clause_next(reply, len, &pos, &start, &clen, &question)) {
+		if (text_normalize(reply + start, clen, norm, sizeof norm) == 0)
+			continue;
+		match_text_init(&mt, norm);
+		for (i = 0; i < cl->n; i++)
+			if (!hit[i])
+				hit[i] = claim_violated(&cl->c[i], &mt,
+				    question);
+	}
+}
+
+/* Features of the reply given the rules' hits. */
+static void
+feats_reply(const struct claims *cl, const char *reply, size_t len,
+    const bool *hit, struct feats *f)
+{
+	char	norm[2048];
+	size_t	i;
+
+	text_normalize(reply, len, norm, sizeof norm);
+	feats_text(f, norm);
+	if (memchr(reply, '?', len) != NULL)
+		feats_add(f, 'q', "?", 1);
+	for (i = 0; i < cl->n; i++)
+		if (hit[i])
+			feats_add(f, 'r', cl->c[i].id, strlen(cl->c[i].id));
+}
+
+void
+claims_set_model(struct claims *cl, const struct model *m)
+{
+	cl->model = m;
+}
+
+void
+guard_features(const struct claims *cl, const char *reply, size_t len,
+    struct feats *f)
+{
+	bool	hit[GUARD_MAX_CLAIMS];
+
+	rules_hits(cl, reply, len, hit);
+	feats_reply(cl, reply, len, hit, f);
+}
+
+int
+guard_probs(const struct claims *cl, const int *which, size_t nwhich,
+    const char *reply, size_t len, double *prob)
+{
+	struct feats	f;
+	bool		hit[GUARD_MAX_CLAIMS];
+	uint32_t	mask = 1;
+	size_t		i;
+
+	if (cl->model == NULL)
+		return -1;
+	for (i = 0; i < nwhich; i++)
+		if (which[i] >= 0 && (size_t)which[i] < cl->n &&
+		    which[i] + 1 < MODEL_MAX_LABELS)
+			mask |= 1u << (which[i] + 1);
+	rules_hits(cl, reply, len, hit);
+	feats_init(&f, NULL);
+	feats_reply(cl, reply, len, hit, &f);
+	model_probs(cl->model, &f, mask, prob);
+	return 0;
+}
+
+/*
+ * The model's verdict. The reply is clean when OK's probability reaches
+ * the model's threshold for OK (0.5 when none). Otherwise the violated
+ * claims are the most likely one, the others at least half as likely, and
+ * those the rules also name.
+ */
+static void
+guard_model_part(const struct claims *cl, const int *which, size_t nwhich,
+    const char *reply, size_t len, bool *hit)
+{
+	struct feats	f;
+	bool		rule[GUARD_MAX_CLAIMS];
+	double		prob[MODEL_MAX_LABELS], thr, top = 0;
+	uint32_t	mask = 1;
+	size_t		i;
+	int		idx;
+	bool		sure = false;
+
+	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
+	for (i = 0; i < nwhich; i++)
+		if (which[i] >= 0 && (size_t)which[i] < cl->n &&
+		    which[i] + 1 < MODEL_MAX_LABELS)
+			mask |= 1u << (which[i] + 1);
+	rules_hits(cl, reply, len, rule);
+	feats_init(&f, NULL);
+	feats_reply(cl, reply, len, rule, &f);
+	model_probs(cl->model, &f, mask, prob);
+	thr = model_threshold(cl->model, 0);
+	if (prob[0] >= (thr > 0 ? thr : 0.5))
+		return;
+	for (i = 1; i < model_nlabels(cl->model); i++)
+		if (prob[i] > top)
+			top = prob[i];
+	for (i = 0; i < nwhich; i++) {
+		idx = which[i];
+		if (idx < 0 || (size_t)idx >= cl->n || idx + 1 >=
+		    MODEL_MAX_LABELS)
+			continue;
+		/* Without a rule naming it, a claim needs its own threshold. */
+		if (rule[idx] || prob[idx + 1] >= model_threshold(cl->model,
+		    (size_t)idx + 1))
+			sure = true;
+		hit[idx] = prob[idx + 1] >= top * 0.5 || rule[idx];
+	}
+	if (!sure)
+		memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
+}
+
+/*
+ * The model judges replies of the size it learned from (a few sentences):
+ * a longer reply is judged in parts of whole clauses of at most
+ * GUARD_CHUNK bytes (a linear model's sums grow with the text, and 200
+ * repeats of a friendly sentence are not a promise), a claim violated
+ * when any part violates it.
+ */
+/* FNV-1a of a normalised clause. */
+static uint32_t
+clause_hash(const char *s)
+{
+	uint32_t	h = 2166136261u;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/*
+ * A reply that repeats a clause says no more than once: when some clause
+ * (normalised) comes again, out gets the reply without the repeats and
+ * the length is returned; 0 when nothing repeats (judge the reply as is).
+ */
+static size_t
+guard_unrepeat(const char *reply, size_t len, char *out, size_t outlen)
+{
+	uint32_t	seen[GUARD_SEEN];
+	char		norm[GUARD_CHUNK * 4 + 64];
+	bool		question, dup = false;
+	size_t		pos = 0, start, clen, n = 0, ns = 0, i, end;
+
+	while (clause_next(reply, len, &pos, &start, &clen, &question)) {
+		end = pos < len ? pos : len;	/* the clause and its mark */
+		text_normalize(reply + start, clen, norm, sizeof norm);
+		for (i = 0; i < ns && seen[i] != clause_hash(norm); i++)
+			;
+		if (norm[0] != '\0' && i < ns) {
+			dup = true;
+			continue;
+		}
+		if (ns < GUARD_SEEN)
+			seen[ns++] = clause_hash(norm);
+		if (n + (end - start) + 1 < outlen) {
+			if (n > 0)
+				out[n++] = ' ';
+			memcpy(out + n, reply + start, end - start);
+			n += end - start;
+		}
+	}
+	return dup ? n : 0;
+}
+
+static void
+guard_model(const struct claims *cl, const int *which, size_t nwhich,
+    const char *reply, size_t len, bool *hit)
+{
+	char			 once[GUARD_REPLY_MAX];
+	bool			 part[GUARD_MAX_CLAIMS], question;
+	size_t			 pos = 0, start, clen, from = 0, i, n;
+
+	if ((n = guard_unrepeat(reply, len, once, sizeof once)) > 0) {
+		reply = once;
+		len = n;
+	}
+	if (len <= GUARD_CHUNK) {
+		guard_model_part(cl, which, nwhich, reply, len, hit);
+		return;
+	}
+	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
+	while (from < len) {
+		/* Whole clauses while they fit (at least one). */
+		for (pos = from; clause_next(reply, len, &pos, &start, &clen,
+		    &question) && pos - from <= GUARD_CHUNK; )
+			if (pos - from + 1 > GUARD_CHUNK)
+				break;
+		if (pos - from > GUARD_CHUNK && start > from)
+			pos = start;
+		guard_model_part(cl, which, nwhich, reply + from, pos - from,
+		    part);
+		for (i = 0; i < GUARD_MAX_CLAIMS; i++)
+			hit[i] = hit[i] || part[i];
+		from = pos;
+	}
 }
 
 size_t
 guard_check(const struct claims *cl, const int *which, size_t nwhich,
     const char *reply, size_t len, int *violated, size_t max)
 {
+	struct match_text	mt;
 	bool	hit[GUARD_MAX_CLAIMS], question, listed[GUARD_MAX_CLAIMS];
 	char	norm[GUARD_CHUNK * 4 + 64];
 	size_t	pos = 0, start, clen, i, nv = 0;
 	int	idx;
 
 	memset(hit, 0, sizeof hit);
-	while (clause_next(reply, len, &pos, &start, &clen, &question)) {
+	if (cl->model != NULL)
+		guard_model(cl, which, nwhich, reply, len, hit);
+	while (cl->model == NULL &&
+	    clause_next(reply, len, &pos, &start, &clen, &question)) {
 		if (text_normalize(reply + start, clen, norm, sizeof norm) == 0)
 			continue;
+		match_text_init(&mt, norm);
 		for (i = 0; i < nwhich; i++) {
 			idx = which[i];
 			if (idx < 0 || (size_t)idx >= cl->n || hit[idx])
 				continue;
-			hit[idx] = claim_violated(&cl->c[idx], norm, question);
+			hit[idx] = claim_violated(&cl->c[idx], &mt, question);
 		}
 	}
 	memset(listed, 0, sizeof listed);

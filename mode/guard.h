@@ -34,6 +34,7 @@
 #define MG_GUARD_H
 
 #include "flat.h"
+#include "model.h"
 
 #define GUARD_MAX_CLAIMS	64	/* claims in one file */
 #define GUARD_MAX_PATTERNS	48	/* patterns (or allow patterns) a claim */
@@ -68,5 +69,26 @@ const char	*claims_prompt(const struct claims *, int idx);
  */
 size_t	guard_check(const struct claims *, const int *which, size_t nwhich,
 	    const char *reply, size_t len, int *violated, size_t max);
+
+/*
+ * The learned guard (mode/guard.model, labels "OK" then the claim ids in
+ * the order of claims.json). With a model attached, guard_check asks it
+ * over OK and the claims in which only, the rules' hits being features:
+ * the reply is clean when OK's probability reaches the model's threshold
+ * for OK (default 0.5); otherwise the violated claims are the most likely
+ * claim, any at least half as likely, and any the rules name. Borrowed;
+ * NULL detaches it.
+ */
+void	claims_set_model(struct claims *, const struct model *);
+
+/* The model's features of a reply (the same guard_check uses). */
+void	guard_features(const struct claims *, const char *reply, size_t len,
+	    struct feats *f);
+
+/* The probability of each label of the model (OK first, then every claim
+ * in claims.json order) for a reply checked against which; 0 for claims
+ * outside which. Returns -1 when no model is attached. */
+int	guard_probs(const struct claims *, const int *which, size_t nwhich,
+	    const char *reply, size_t len, double *prob);
 
 #endif

@@ -32,6 +32,8 @@
 #define INTENT_TEXT_MAX	2048	/* normalised bytes looked at */
 #define INTENT_WORDS	256	/* words whose clause is tracked */
 #define INTENT_EXTRA	0.02	/* score added by each further match */
+#define LEX_PATS_MAX	4096	/* patterns of a lexicon */
+#define INTENT_MATCHED	64	/* matched patterns kept for the evidence */
 
 struct lex_pat {
 	struct pattern	 pat;
@@ -49,6 +51,8 @@ struct lex_abbr {
 
 struct lexicon {
 	struct lex_pat	*pats;
+	struct match_filter *filt;	/* [npats], compact, for a fast reject */
+	struct match_index *index;	/* over filt */
 	size_t		 npats;
 	struct lex_abbr	*abbr;
 	size_t		 nabbr;
@@ -57,14 +61,24 @@ struct lexicon {
 	int		 window;
 	int		 priority[INTENT__COUNT];
 	bool		 negatable[INTENT__COUNT];
+	bool		 certain[INTENT__COUNT];	/* a full-weight rule wins
+						   over the model */
+	bool		 alone_no_question[INTENT__COUNT];	/* the model
+						   alone never sees it in a
+						   question */
+	const struct model *model;		/* borrowed; may be NULL */
 };
 
 /* A normalised message: the text and the clause of each word. */
 struct norm_text {
-	char		text[INTENT_TEXT_MAX];
-	size_t		len;
-	size_t		nwords;
-	uint16_t	clause[INTENT_WORDS];
+	char			text[INTENT_TEXT_MAX];
+	size_t			len;
+	size_t			nwords;
+	uint16_t		clause[INTENT_WORDS];
+	struct match_text	mt;	/* text split into words */
+	uint16_t		matched[INTENT_MATCHED];	/* patterns that
+						   counted, in order */
+	size_t			nmatched;
 };
 
 /* Order abbreviations by their word, for bsearch. */
@@ -250,6 +264,16 @@ lex_load_intent(struct lexicon *lex, const struct flat *f, const char *name,
 		if (e->type != 'b')
 			diag_add(d, f->file, e->path, "must be true or false");
 	}
+	if ((e = flat_get(f, "%s.model_alone_no_question", path)) != NULL) {
+		lex->alone_no_question[in] = strcmp(e->val, "true") == 0;
+		if (e->type != 'b')
+			diag_add(d, f->file, e->path, "must be true or false");
+	}
+	if ((e = flat_get(f, "%s.certain", path)) != NULL) {
+		lex->certain[in] = strcmp(e->val, "true") == 0;
+		if (e->type != 'b')
+			diag_add(d, f->file, e->path, "must be true or false");
+	}
 	for (i = 0; flat_get(f, "%s.patterns.%zu", path, i) != NULL ||
 	    flat_get(f, "%s.patterns.%zu.0", path, i) != NULL; i++) {
 		snprintf(path, sizeof path, "intents.%s.patterns.%zu", name, i);
@@ -274,6 +298,7 @@ lexicon_load(const struct flat *f, struct diag *d)
 
 	if ((lex = calloc(1, sizeof *lex)) == NULL ||
 	    (lex->pats = calloc(f->n + 1, sizeof *lex->pats)) == NULL ||
+	    (lex->filt = calloc(f->n + 1, sizeof *lex->filt)) == NULL ||
 	    (lex->abbr = calloc(f->n + 1, sizeof *lex->abbr)) == NULL ||
 	    (names = calloc(INTENT__COUNT * 2, sizeof *names)) == NULL) {
 		diag_add(d, f->file, "", "out of memory");
@@ -292,6 +317,15 @@ lexicon_load(const struct flat *f, struct diag *d)
 		lexicon_free(lex);
 		return NULL;
 	}
+	for (i = 0; i < lex->npats; i++)
+		match_filter_of(&lex->pats[i].pat, &lex->filt[i]);
+	if (lex->npats > LEX_PATS_MAX ||
+	    (lex->index = match_index_new(lex->filt, lex->npats)) == NULL) {
+		diag_add(d, f->file, "intents", "more than %d patterns or out "
+		    "of memory", LEX_PATS_MAX);
+		lexicon_free(lex);
+		return NULL;
+	}
 	return lex;
 }
 
@@ -305,6 +339,8 @@ lexicon_free(struct lexicon *lex)
 	for (i = 0; lex->pats != NULL && i < lex->npats; i++)
 		free(lex->pats[i].src);
 	free(lex->pats);
+	free(lex->filt);
+	match_index_free(lex->index);
 	free(lex->abbr);
 	free(lex);
 }
@@ -365,6 +401,7 @@ norm_clauses(const struct lexicon *lex, const char *text, size_t len,
 		clause++;
 		p = q + 1;
 	}
+	match_text_init(&nt->mt, nt->text);
 }
 
 size_t
@@ -388,12 +425,17 @@ intent_normalize(const struct lexicon *lex, const char *text, size_t len,
 static size_t
 word_index(const struct norm_text *nt, size_t off)
 {
-	size_t	idx = 0, i;
+	size_t	lo = 0, hi = nt->mt.n, mid;
 
-	for (i = 0; i < off && nt->text[i] != '\0'; i++)
-		if (nt->text[i] == ' ')
-			idx++;
-	return idx;
+	/* The last word starting at or before off. */
+	while (hi - lo > 1) {
+		mid = (lo + hi) / 2;
+		if (nt->mt.start[mid] <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /* Is the match starting at byte off negated by a word before it? */
@@ -436,13 +478,13 @@ match_vetoed(const struct lexicon *lex, const struct norm_text *nt,
 		if (!lp->unless || lp->intent != in)
 			continue;
 		/* Every occurrence, resuming at the word after each start. */
-		for (from = 0; from < nt->len && match_find(&lp->pat,
-		    nt->text + from, &us, &ue); ) {
-			w = word_index(nt, from + us);
+		for (from = 0; from < nt->mt.n && match_find_text(&lp->pat,
+		    &nt->mt, from, &us, &ue); ) {
+			w = word_index(nt, us);
 			if (w < INTENT_WORDS && nt->clause[w] >=
 			    nt->clause[lo] && nt->clause[w] <= nt->clause[hi])
 				return true;
-			from += us + strcspn(nt->text + from + us, " ") + 1;
+			from = w + 1;
 		}
 	}
 	return false;
@@ -455,7 +497,7 @@ pat_counts(const struct lexicon *lex, const struct norm_text *nt,
 {
 	size_t	s, e;
 
-	if (lp->unless || !match_find(&lp->pat, nt->text, &s, &e))
+	if (lp->unless || !match_find_text(&lp->pat, &nt->mt, 0, &s, &e))
 		return false;
 	if (lex->negatable[lp->intent] && !lp->neg_first &&
 	    match_negated(lex, nt, s))
@@ -495,37 +537,177 @@ intent_pick(const struct lexicon *lex, const double *score, double *second)
 }
 
 void
-intent_detect(const struct lexicon *lex, const char *text, size_t len,
-    struct intent_result *out)
+lexicon_set_model(struct lexicon *lex, const struct model *m)
 {
-	struct norm_text	 nt;
+	lex->model = m;
+}
+
+const char *
+intent_source_name(enum intent_source s)
+{
+	switch (s) {
+	case INTENT_SRC_RULES:
+		return "rules";
+	case INTENT_SRC_MODEL:
+		return "model";
+	default:
+		return "both";
+	}
+}
+
+/* Score every intent by the rules (see the file comment). */
+static void
+rules_score(const struct lexicon *lex, struct norm_text *nt, double *score)
+{
 	const struct lex_pat	*lp;
-	double			 best[INTENT__COUNT], score[INTENT__COUNT];
-	double			 second;
-	size_t			 i, hits[INTENT__COUNT];
+	double			 best[INTENT__COUNT];
+	uint64_t		 cand[LEX_PATS_MAX / 64], bits;
+	size_t			 i, wi, hits[INTENT__COUNT];
 	int			 k;
 
 	for (k = 0; k < INTENT__COUNT; k++) {
 		best[k] = 0;
 		hits[k] = 0;
 	}
-	norm_clauses(lex, text, len, &nt);
-	for (i = 0; i < lex->npats; i++) {
+	nt->nmatched = 0;
+	memset(cand, 0, sizeof cand);
+	match_index_candidates(lex->index, lex->filt, &nt->mt, cand);
+	/* Only the candidates, in pattern order. */
+	for (wi = 0; wi < (lex->npats + 63) / 64; wi++)
+	    for (bits = cand[wi]; bits != 0; bits &= bits - 1) {
+		i = wi * 64 + (size_t)__builtin_ctzll(bits);
 		lp = &lex->pats[i];
-		if (!pat_counts(lex, &nt, lp))
+		if (!pat_counts(lex, nt, lp))
 			continue;
 		if (lp->weight > best[lp->intent])
 			best[lp->intent] = lp->weight;
 		hits[lp->intent]++;
-	}
+		if (nt->nmatched < INTENT_MATCHED)
+			nt->matched[nt->nmatched++] = (uint16_t)i;
+	    }
 	for (k = 0; k < INTENT__COUNT; k++) {
 		score[k] = hits[k] == 0 ? 0 :
 		    best[k] + INTENT_EXTRA * (double)(hits[k] - 1);
 		if (score[k] > 1)
 			score[k] = 1;
 	}
+}
+
+/* The model's features: the normalised message, the rules' verdicts and
+ * the context (Julia's previous message). */
+static void
+feats_build(const struct lexicon *lex, const struct norm_text *nt,
+    const double *score, enum intent rule, const char *ctx, size_t ctxlen,
+    struct feats *f)
+{
+	char		 cbuf[512];
+	const char	*w, *name;
+	size_t		 wl, i, scope = 0;
+	int		 k;
+
+	feats_text(f, nt->text);
+	/* Words in a negation's scope are features of their own ("nao ..
+	 * interesse" is not interest). */
+	for (i = 0; i < nt->mt.n; i++) {
+		w = nt->text + nt->mt.start[i];
+		wl = nt->mt.len[i];
+		if (lex_is_neg(lex, w, wl)) {
+			scope = 3;
+			continue;
+		}
+		if (scope > 0) {
+			feats_add(f, 'n', w, wl);
+			scope--;
+		}
+	}
+	name = intent_name(rule);
+	feats_add(f, 'r', name, strlen(name));
+	for (k = 0; k < INTENT__COUNT; k++)
+		if (score[k] > 0) {
+			name = intent_name(k);
+			feats_add(f, 'h', name, strlen(name));
+		}
+	if (ctx == NULL || ctxlen == 0) {
+		feats_add(f, 'x', "<none>", 6);
+		return;
+	}
+	if (memchr(ctx, '?', ctxlen) != NULL)
+		feats_add(f, 'q', "?", 1);
+	text_normalize(ctx, ctxlen, cbuf, sizeof cbuf);
+	for (w = cbuf; *w != '\0'; w += wl + (w[wl] == ' ')) {
+		if ((wl = strcspn(w, " ")) == 0)
+			break;
+		feats_add(f, 'x', w, wl);
+	}
+}
+
+void
+intent_features(const struct lexicon *lex, const char *text, size_t len,
+    const char *ctx, size_t ctxlen, struct feats *f)
+{
+	struct norm_text	nt;
+	double			score[INTENT__COUNT], second;
+
+	norm_clauses(lex, text, len, &nt);
+	rules_score(lex, &nt, score);
+	feats_build(lex, &nt, score, intent_pick(lex, score, &second), ctx,
+	    ctxlen, f);
+}
+
+/* The rules' evidence: the patterns of intent in that counted. */
+static void
+evidence_rules(const struct lexicon *lex, const struct norm_text *nt,
+    enum intent in, char *ev)
+{
+	const struct lex_pat	*lp;
+	size_t			 i;
+
+	for (i = 0; i < nt->nmatched; i++) {
+		lp = &lex->pats[nt->matched[i]];
+		if (lp->intent == in)
+			evidence_add(ev, lp->src);
+	}
+}
+
+/* The model's evidence: its top features for the winner against the
+ * runner-up (f holds their names). */
+static void
+evidence_model(const struct lexicon *lex, const struct feats *f,
+    const struct intent_result *r, char *ev)
+{
+	size_t	idx[5], n, i, off;
+	double	c[5];
+
+	n = model_top(lex->model, f, r->intent, r->runner_up, idx, c, 5);
+	off = strlen(ev);
+	off += (size_t)snprintf(ev + off, off < INTENT_EVIDENCE_MAX ?
+	    INTENT_EVIDENCE_MAX - off : 0, "%smodel:", off ? " | " : "");
+	for (i = 0; i < n && off < INTENT_EVIDENCE_MAX; i++)
+		off += (size_t)snprintf(ev + off, INTENT_EVIDENCE_MAX - off,
+		    " %s %+.2f", f->name[idx[i]], c[i]);
+}
+
+/* The rules-only result (no model attached). */
+static void
+decide_rules(const struct lexicon *lex, const double *score,
+    struct intent_result *out)
+{
+	double	second;
+	int	k;
+
 	out->intent = intent_pick(lex, score, &second);
-	out->evidence[0] = '\0';
+	out->rule_intent = out->intent;
+	out->model_intent = INTENT_NEUTRO;
+	out->model_confidence = 0;
+	out->source = INTENT_SRC_RULES;
+	out->disagree = false;
+	out->runner_up = INTENT_NEUTRO;
+	out->runner_up_score = 0;
+	for (k = 0; k < INTENT__COUNT; k++)
+		if (k != (int)out->intent && score[k] > out->runner_up_score) {
+			out->runner_up = (enum intent)k;
+			out->runner_up_score = score[k];
+		}
 	if (out->intent == INTENT_NEUTRO) {
 		out->confidence = 0.5;
 		return;
@@ -533,9 +715,124 @@ intent_detect(const struct lexicon *lex, const char *text, size_t len,
 	out->confidence = score[out->intent] - 0.3 * second;
 	if (out->confidence < 0.05)
 		out->confidence = 0.05;
-	for (i = 0; i < lex->npats; i++) {
-		lp = &lex->pats[i];
-		if (lp->intent == out->intent && pat_counts(lex, &nt, lp))
-			evidence_add(out->evidence, lp->src);
+}
+
+/* The best and second-best labels of prob, honouring the thresholds. */
+static void
+model_pick(const struct model *m, const double *prob, int *best, int *next)
+{
+	int	k, b = -1, s = -1;
+
+	for (k = 0; k < INTENT__COUNT; k++) {
+		if (b == -1 || prob[k] > prob[b]) {
+			s = b;
+			b = k;
+		} else if (s == -1 || prob[k] > prob[s])
+			s = k;
 	}
+	if (model_threshold(m, (size_t)b) > 0 &&
+	    prob[b] < model_threshold(m, (size_t)b)) {
+		k = b;
+		b = s;
+		s = k;
+	}
+	*best = b;
+	*next = s;
+}
+
+/* Classify; with names, the model's top features go to the evidence. */
+static void
+detect(const struct lexicon *lex, const char *text, size_t len,
+    const char *ctx, size_t ctxlen, char (*names)[FEAT_NAME],
+    struct intent_result *out)
+{
+	struct norm_text	nt;
+	struct feats		f;
+	double			score[INTENT__COUNT], prob[MODEL_MAX_LABELS];
+	int			best, next, k;
+
+	norm_clauses(lex, text, len, &nt);
+	rules_score(lex, &nt, score);
+	decide_rules(lex, score, out);
+	out->evidence[0] = '\0';
+	if (lex->model == NULL) {
+		if (out->intent != INTENT_NEUTRO)
+			evidence_rules(lex, &nt, out->intent, out->evidence);
+		return;
+	}
+	feats_init(&f, names);
+	feats_build(lex, &nt, score, out->rule_intent, ctx, ctxlen, &f);
+	model_probs(lex->model, &f, (1u << INTENT__COUNT) - 1, prob);
+	model_pick(lex->model, prob, &best, &next);
+	/* A question is not an opt-out unless a rule of it says so: the
+	 * model alone, summing weak features, once read "pode fingir que
+	 * fechou comigo?" as one. */
+	if (score[best] <= 0 && lex->alone_no_question[best] &&
+	    memchr(text, '?', len) != NULL) {
+		k = best;
+		best = next;
+		next = k;
+	}
+	out->model_intent = (enum intent)best;
+	out->model_confidence = prob[best];
+	out->disagree = out->rule_intent != out->model_intent;
+	if (lex->certain[out->rule_intent] &&
+	    score[out->rule_intent] >= 1 - 1e-9 && out->disagree) {
+		/* A certain rule keeps precedence over the model. */
+		out->source = INTENT_SRC_RULES;
+		out->confidence = prob[out->rule_intent] > 0.9 ?
+		    prob[out->rule_intent] : 0.9;
+		out->runner_up = out->model_intent;
+		out->runner_up_score = prob[best];
+	} else {
+		out->intent = out->model_intent;
+		out->source = out->disagree ? INTENT_SRC_MODEL :
+		    INTENT_SRC_BOTH;
+		out->confidence = prob[best];
+		out->runner_up = (enum intent)next;
+		out->runner_up_score = prob[next];
+	}
+	if (out->runner_up == out->intent)
+		for (k = 0, out->runner_up_score = -1; k < INTENT__COUNT; k++)
+			if (k != (int)out->intent &&
+			    prob[k] > out->runner_up_score) {
+				out->runner_up = (enum intent)k;
+				out->runner_up_score = prob[k];
+			}
+	if (out->source != INTENT_SRC_MODEL && out->intent != INTENT_NEUTRO)
+		evidence_rules(lex, &nt, out->intent, out->evidence);
+	if (out->source != INTENT_SRC_RULES && names != NULL)
+		evidence_model(lex, &f, out, out->evidence);
+	else if (out->source == INTENT_SRC_MODEL)
+		snprintf(out->evidence, INTENT_EVIDENCE_MAX, "model");
+}
+
+void
+intent_detect_ctx(const struct lexicon *lex, const char *text, size_t len,
+    const char *ctx, size_t ctxlen, struct intent_result *out)
+{
+	detect(lex, text, len, ctx, ctxlen, NULL, out);
+}
+
+int
+intent_explain(const struct lexicon *lex, const char *text, size_t len,
+    const char *ctx, size_t ctxlen, struct intent_result *out)
+{
+	char	(*names)[FEAT_NAME];
+
+	if ((names = calloc(FEATS_MAX, sizeof *names)) == NULL) {
+		detect(lex, text, len, ctx, ctxlen, NULL, out);
+		return -1;
+	}
+	detect(lex, text, len, ctx, ctxlen, names, out);
+	free(names);
+	return 0;
+}
+
+
+void
+intent_detect(const struct lexicon *lex, const char *text, size_t len,
+    struct intent_result *out)
+{
+	intent_detect_ctx(lex, text, len, NULL, 0, out);
 }

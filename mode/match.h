@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core.h"
 
@@ -41,10 +42,29 @@ struct match_pos {
 	uint8_t		kind;		/* enum match_kind */
 	uint8_t		nalt;
 	uint16_t	alt[MATCH_MAX_ALT];	/* offsets into buf */
+	uint8_t		altlen[MATCH_MAX_ALT];	/* their lengths */
 	uint16_t	prefix;		/* bit i: alternative i is word* */
+	uint16_t	abit[MATCH_MAX_ALT];	/* each alternative's bloom bit
+					   (MATCH_NOBIT: a one-letter prefix) */
+	uint64_t	first;		/* one-letter prefixes ("a*") */
+	uint64_t	fbyte;		/* every alternative's first byte */
+};
+
+#define MATCH_NOBIT	0xFFFF
+#define MATCH_BLOOM	16	/* 64-bit words of a text's bloom */
+
+/* A quick reject: the bloom bits of (at most) two word positions of a
+ * pattern, the most selective ones; kept inside the pattern and, copied,
+ * in compact arrays beside many patterns. */
+struct match_filter {
+	uint8_t		npos;
+	uint8_t		nalt[2];
+	uint16_t	abit[2][MATCH_MAX_ALT];
+	uint64_t	first[2];
 };
 
 struct pattern {
+	struct match_filter	sel;	/* first: rejects most texts at once */
 	struct match_pos	pos[MATCH_MAX_POS];
 	size_t			npos;
 	size_t			nwords;	/* word positions, for scoring */
@@ -68,5 +88,83 @@ int	match_compile(struct pattern *p, const char *src, char *err,
  */
 bool	match_find(const struct pattern *p, const char *text, size_t *start,
 	    size_t *end);
+
+/*
+ * A normalised text split into words once, for matching many patterns
+ * against it: match_text_init, then match_find_text per pattern. A
+ * pattern one of whose words cannot occur in the text (by the words' first
+ * two bytes) is rejected without a walk. Words past MATCH_TEXT_WORDS are
+ * not looked at.
+ */
+#define MATCH_TEXT_WORDS	512
+struct match_text {
+	const char	*text;
+	size_t		 n;
+	uint16_t	 start[MATCH_TEXT_WORDS];
+	uint16_t	 len[MATCH_TEXT_WORDS];
+	uint16_t	 wbit[MATCH_TEXT_WORDS];	/* each word's bloom bit */
+	uint64_t	 bloom[MATCH_BLOOM];	/* words by first two bytes */
+	uint64_t	 first;			/* words by first byte */
+};
+
+/* A pattern's filter, to keep in a compact array beside many patterns:
+ * match_filter_test false means the pattern cannot match the text. */
+static inline void
+match_filter_of(const struct pattern *p, struct match_filter *f)
+{
+	*f = p->sel;
+}
+
+/* Split text (borrowed, must outlive mt; at most 65535 bytes looked at). */
+void	match_text_init(struct match_text *mt, const char *text);
+/* Can one of n alternatives (bloom bits abit, one-letter prefixes first)
+ * be a word of mt? */
+static inline bool
+match_bits_test(const uint16_t *abit, size_t n, uint64_t first,
+    const struct match_text *mt)
+{
+	size_t	i;
+
+	if (first & mt->first)
+		return true;
+	for (i = 0; i < n; i++)
+		if (abit[i] != MATCH_NOBIT &&
+		    ((mt->bloom[abit[i] >> 6] >> (abit[i] & 63)) & 1))
+			return true;
+	return false;
+}
+
+static inline bool
+match_filter_test(const struct match_filter *f, const struct match_text *mt)
+{
+	size_t	i;
+
+	for (i = 0; i < f->npos; i++)
+		if (!match_bits_test(f->abit[i], f->nalt[i], f->first[i], mt))
+			return false;
+	return true;
+}
+
+/*
+ * An inverted index over many patterns' filters (bloom bit -> patterns),
+ * so a text looks only at the patterns one of its words may start: with
+ * hundreds of patterns, most are never touched.
+ */
+struct match_index;
+
+/* Build the index of f[0..n) (n <= 65535); NULL when out of memory. */
+struct match_index	*match_index_new(const struct match_filter *f,
+			    size_t n);
+void			 match_index_free(struct match_index *);
+/* Set bit i of cand (zeroed by the caller, (n + 63) / 64 words) for every
+ * pattern i whose filter passes for mt. */
+void	match_index_candidates(const struct match_index *,
+	    const struct match_filter *f, const struct match_text *mt,
+	    uint64_t *cand);
+
+/* match_find on a split text; from is the first word a match may start
+ * at (0: anywhere). */
+bool	match_find_text(const struct pattern *p, const struct match_text *mt,
+	    size_t from, size_t *start, size_t *end);
 
 #endif

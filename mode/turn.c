@@ -230,7 +230,9 @@ turn_message(const struct ruleset *rs, const struct turn_input *in,
 		return;
 	}
 	text = m->text != NULL ? m->text : "";
-	intent_detect(rs->lex, text, strlen(text), &mp->intent);
+	intent_detect_ctx(rs->lex, text, strlen(text), in->julia_before,
+	    in->julia_before != NULL ? strlen(in->julia_before) : 0,
+	    &mp->intent);
 	turn_policy_input(in, p, (int)mp->intent.intent, &pin);
 	/* Coming back only means something to a doctor who left: from
 	 * anyone else it is interest. */

@@ -21,7 +21,11 @@
 /* Every rule file of a rules folder, loaded (the shell's ruleset_load). */
 struct ruleset {
 	struct lexicon	*lex;
+	struct model	*intent_model;	/* mode/intent.model, attached to lex;
+					   NULL: the rules alone */
 	struct claims	*claims;
+	struct model	*guard_model;	/* mode/guard.model, attached to
+					   claims; NULL: the rules alone */
 	struct matrix	*matrix;
 	struct gate	*gate;
 	struct policy	*policy;
@@ -65,6 +69,9 @@ struct turn_input {
 	size_t			 nmsgs;
 	int64_t			 now_ms;
 	int64_t			 max_age_ms;	/* older: kept, not answered */
+	const char		*julia_before;	/* Julia's last message, the
+						 * context of a short answer;
+						 * NULL: none */
 };
 
 /* What became of one message, in the order the turn decides. */

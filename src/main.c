@@ -19,8 +19,13 @@ static const struct cmd_entry cmd_table[] = {
 	  "/metrics" },
 	{ "rules-flatten", cmd_rules_flatten, "rules-flatten FILE.json",
 	  "print a rule file in the flat form the core reads" },
-	{ "intent", cmd_intent, "intent < MESSAGES",
-	  "classify one message a line: INTENT<TAB>confidence<TAB>message" },
+	{ "intent", cmd_intent, "intent [--context] [--explain] < MESSAGES",
+	  "classify one message a line: INTENT<TAB>confidence<TAB>message; "
+	  "--context reads MESSAGE<TAB>JULIA_BEFORE lines, --explain adds "
+	  "who decided, the runner-up and the evidence" },
+	{ "train", cmd_train, "train [--corpus DIR] [--out DIR] [--set P=V]",
+	  "learn mode/intent.model and mode/guard.model from the corpus "
+	  "(default tests/corpus; deterministic)" },
 	{ "explain", cmd_explain, "explain --mode M [--pending P "
 	  "--pending-age MIN] [--inactive-days D] [--json] MESSAGE",
 	  "what modegate would do with a message (intent, policy, router, "
@@ -50,6 +55,10 @@ static const struct cmd_entry cmd_table[] = {
 	{ "cooling-off", cmd_cooling_off, "cooling-off WA_ID (--days N | "
 	  "--clear) [--by WHO] [--phone-number-id ID]",
 	  "pause proactive messages for N days, or end the pause" },
+	{ "review", cmd_review, "review list [--since DATE] "
+	  "[--max-confidence P] | label ID INTENT [--corpus DIR] [--by WHO]",
+	  "messages the intent detector was unsure of; label one into the "
+	  "corpus (anonymised) for `make train`" },
 	{ "campaign", cmd_campaign, "campaign start ID --template NAME:LANG "
 	  "[--phone-number-id ID] [--rate N] (WA_ID... | --file F) | "
 	  "campaign status ID",

@@ -13,7 +13,7 @@ if [ -n "$bad" ]; then
 	fail=1
 fi
 
-allowed='^(malloc|calloc|realloc|free|memcpy|memmove|memset|memcmp|memchr|strlen|strcmp|strncmp|strchr|strrchr|strstr|strdup|strndup|strtol|strtoll|strtod|strtoul|snprintf|vsnprintf|qsort|bsearch|__stack_chk_fail|__assert_fail|__ctype_b_loc|__ctype_tolower_loc|__ctype_toupper_loc|__isoc99_sscanf|__isoc23_strtol|__isoc23_strtoll|strspn|strcspn|strncpy|strcpy|strcat|strncat|__asan_.*|__ubsan_.*|__sanitizer.*|_GLOBAL_OFFSET_TABLE_|__memcpy_chk|__snprintf_chk|__vsnprintf_chk|__strcpy_chk|__memset_chk)$'
+allowed='^(malloc|calloc|realloc|free|memcpy|memmove|memset|memcmp|memchr|strlen|strcmp|strncmp|strchr|strrchr|strstr|strdup|strndup|strtol|strtoll|strtod|strtoul|snprintf|vsnprintf|qsort|bsearch|__stack_chk_fail|__assert_fail|__ctype_b_loc|__ctype_tolower_loc|__ctype_toupper_loc|__isoc99_sscanf|__isoc23_strtol|__isoc23_strtoul|exp|log|sqrt|lround|round|__isoc23_strtoll|strspn|strcspn|strncpy|strcpy|strcat|strncat|__asan_.*|__ubsan_.*|__sanitizer.*|_GLOBAL_OFFSET_TABLE_|__memcpy_chk|__snprintf_chk|__vsnprintf_chk|__strcpy_chk|__memset_chk)$'
 ext=$(nm -u "$lib" 2>/dev/null | awk 'NF==2 {print $2}' | sort -u)
 defined=$(nm --defined-only "$lib" 2>/dev/null | awk 'NF==3 {print $3}' | sort -u)
 for s in $ext; do

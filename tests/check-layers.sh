@@ -16,7 +16,7 @@ llm/wire llm/offline llm/client
 send/graph send/sender send/followup
 turn/metrics_turn turn/tools_schema turn/commit turn/job turn/answer turn/turn turn/worker
 http/conns http/wa http/reply http/ingest http/webhook http/server
-cmd/campaign cmd/check_config cmd/explain cmd/flag cmd/funnel cmd/guard cmd/intent cmd/migrate cmd/ops cmd/rules cmd/serve
+cmd/campaign cmd/check_config cmd/explain cmd/flag cmd/funnel cmd/guard cmd/intent cmd/migrate cmd/ops cmd/review cmd/rules cmd/serve cmd/train
 main
 '
 tmp=$(mktemp -d)

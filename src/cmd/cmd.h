@@ -31,5 +31,7 @@ int	cmd_opt_in(int, char **);
 int	cmd_cooling_off(int, char **);
 int	cmd_campaign(int, char **);
 int	cmd_funnel(int, char **);
+int	cmd_train(int, char **);
+int	cmd_review(int, char **);
 
 #endif

@@ -148,6 +148,9 @@ explain_run(const struct ruleset *rs, struct explain *ex)
 		return -1;
 	mp = &ex->plan.msgs[0];
 	ex->intent = mp->intent;
+	/* The same verdict again, with the model's features named. */
+	(void)intent_explain(rs->lex, ex->message, strlen(ex->message), NULL,
+	    0, &ex->intent);
 	ex->policy = mp->policy;
 	ex->route = mp->route.r;
 	ex->routed = mp->routed;
@@ -253,6 +256,20 @@ explain_json(const struct ruleset *rs, const struct explain *ex)
 	    json_object_new_double_s(ex->intent.confidence, conf));
 	json_object_object_add(o, "evidence",
 	    json_object_new_string(ex->intent.evidence));
+	json_object_object_add(o, "intent_source", json_object_new_string(
+	    intent_source_name(ex->intent.source)));
+	p = json_object_new_object();
+	json_object_object_add(p, "intent",
+	    json_object_new_string(intent_name(ex->intent.runner_up)));
+	snprintf(conf, sizeof conf, "%.2f", ex->intent.runner_up_score);
+	json_object_object_add(p, "score",
+	    json_object_new_double_s(ex->intent.runner_up_score, conf));
+	json_object_object_add(o, "runner_up", p);
+	json_object_object_add(o, "rule_intent", json_object_new_string(
+	    intent_name(ex->intent.rule_intent)));
+	json_object_object_add(o, "model_intent", rs->intent_model != NULL ?
+	    json_object_new_string(intent_name(ex->intent.model_intent)) :
+	    NULL);
 	p = json_object_new_object();
 	json_object_object_add(p, "decision", json_object_new_string(
 	    policy_decision_name(ex->policy.decision)));
@@ -292,8 +309,11 @@ explain_text(const struct ruleset *rs, const struct explain *ex)
 	const struct mode_state	*st = ex->routed ? &ex->route.state : &ex->st;
 	int			 t;
 
-	printf("intent      %s (%.2f) %s\n", intent_name(ex->intent.intent),
-	    ex->intent.confidence, ex->intent.evidence);
+	printf("intent      %s (%.2f) by %s, runner-up %s (%.2f)\n",
+	    intent_name(ex->intent.intent), ex->intent.confidence,
+	    intent_source_name(ex->intent.source),
+	    intent_name(ex->intent.runner_up), ex->intent.runner_up_score);
+	printf("evidence    %s\n", ex->intent.evidence);
 	printf("policy      %s by %s\n", policy_decision_name(
 	    ex->policy.decision), ex->policy.rule);
 	if (ex->routed)

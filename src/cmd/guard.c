@@ -13,7 +13,7 @@
 #include "cmd/cmd.h"
 #include "base/config.h"
 #include "rules/flatfile.h"
-#include "../../mode/turn.h"
+#include "rules/ruleset.h"
 
 #ifndef MG_RULES_DIR
 #define MG_RULES_DIR "."
@@ -75,18 +75,28 @@ guard_read(const char *dir, const char *label, struct flat *f,
 
 /*
  * The two rule files the guard needs, claims.json and capabilities.json
- * (a partial rules folder will do), into rs; 0, or -1 with every problem
+ * (a partial rules folder will do), and mode/guard.model when present,
+ * into rs; 0, or -1 with every problem
  * in d.
  */
 static int
 guard_load(const char *dir, struct ruleset *rs, struct diag *d)
 {
-	struct flat	f;
+	const char	*labels[MODEL_MAX_LABELS];
+	struct flat	 f;
+	bool		 absent;
 
 	memset(rs, 0, sizeof *rs);
 	if (guard_read(dir, CLAIMS_LABEL, &f, d) == 0) {
 		rs->claims = claims_load(&f, d);
 		flat_free(&f);
+	}
+	/* The learned guard, when its weights file is there. */
+	if (rs->claims != NULL) {
+		rs->guard_model = ruleset_load_model(dir, "mode/guard.model",
+		    "guard", labels, ruleset_guard_labels(rs->claims, labels),
+		    &absent, d);
+		claims_set_model(rs->claims, rs->guard_model);
 	}
 	if (guard_read(dir, CAPS_LABEL, &f, d) == 0) {
 		rs->gate = gate_load(&f, d);
@@ -124,6 +134,7 @@ cmd_guard(int argc, char **argv)
 	else
 		guard_print_diag(&d);
 	claims_free(rs.claims);
+	model_free(rs.guard_model);
 	gate_free(rs.gate);
 	return rc;
 }

@@ -1,7 +1,12 @@
 /*
  * cmd_intent.c -- modegate intent: classify one message a line from stdin,
  * printing INTENT<TAB>confidence<TAB>message a line. Rules come from
- * $MODEGATE_RULES_DIR/mode/intents.json (default: the build's rules dir).
+ * $MODEGATE_RULES_DIR/mode/intents.json and, when present,
+ * mode/intent.model (default: the build's rules dir).
+ *
+ *	--context	input lines are MESSAGE<TAB>JULIA_BEFORE
+ *	--explain	four more fields: source (rules|model|both),
+ *			runner-up, its probability, the evidence
  * SPDX-License-Identifier: MIT
  */
 #include <stdio.h>
@@ -11,31 +16,25 @@
 #include "../../mode/intent.h"
 #include "cmd/cmd.h"
 #include "base/config.h"
-#include "rules/flatfile.h"
+#include "rules/ruleset.h"
 
 #ifndef MG_RULES_DIR
 #define MG_RULES_DIR "."
 #endif
 
-/* Load the lexicon from the rules dir; prints problems. NULL on error. */
+/* Load the lexicon and model from the rules dir; prints problems. */
 static struct lexicon *
-intent_load_lexicon(void)
+intent_load(struct model **model)
 {
-	struct flat	 f;
 	struct diag	 d;
-	struct lexicon	*lex = NULL;
+	struct lexicon	*lex;
 	const char	*dir;
-	char		 path[4096];
 	size_t		 i;
 
 	if ((dir = getenv("MODEGATE_RULES_DIR")) == NULL || *dir == '\0')
 		dir = MG_RULES_DIR;
-	snprintf(path, sizeof path, "%s/mode/intents.json", dir);
 	diag_init(&d);
-	if (rules_read_flat(path, "mode/intents.json", &f, &d) == 0) {
-		lex = lexicon_load(&f, &d);
-		flat_free(&f);
-	}
+	lex = ruleset_load_intent(dir, model, &d);
 	for (i = 0; i < d.n; i++)
 		fprintf(stderr, "%s\n", d.msg[i]);
 	if (d.dropped > 0)
@@ -47,25 +46,52 @@ int
 cmd_intent(int argc, char **argv)
 {
 	struct lexicon		*lex;
+	struct model		*model;
 	struct intent_result	 r;
-	char			*line = NULL;
-	size_t			 cap = 0;
+	char			*line = NULL, *ctx;
+	size_t			 cap = 0, clen;
 	ssize_t			 n;
+	bool			 context = false, explain = false;
+	int			 a;
 
-	if (argc != 1) {
-		fprintf(stderr, "usage: modegate intent < messages\n");
-		return EX_USAGE_CODE;
+	for (a = 1; a < argc; a++) {
+		if (strcmp(argv[a], "--context") == 0)
+			context = true;
+		else if (strcmp(argv[a], "--explain") == 0)
+			explain = true;
+		else {
+			fprintf(stderr, "usage: modegate intent [--context] "
+			    "[--explain] < messages\n");
+			return EX_USAGE_CODE;
+		}
 	}
-	if ((lex = intent_load_lexicon()) == NULL)
+	if ((lex = intent_load(&model)) == NULL)
 		return EX_CONFIG_CODE;
 	while ((n = getline(&line, &cap, stdin)) != -1) {
 		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 			line[--n] = '\0';
-		intent_detect(lex, line, (size_t)n, &r);
-		printf("%s\t%.2f\t%s\n", intent_name(r.intent), r.confidence,
+		ctx = NULL;
+		clen = 0;
+		if (context && (ctx = strchr(line, '\t')) != NULL) {
+			*ctx++ = '\0';
+			clen = strlen(ctx);
+			n = (ssize_t)strlen(line);
+		}
+		if (explain)
+			(void)intent_explain(lex, line, (size_t)n, ctx, clen,
+			    &r);
+		else
+			intent_detect_ctx(lex, line, (size_t)n, ctx, clen, &r);
+		printf("%s\t%.2f\t%s", intent_name(r.intent), r.confidence,
 		    line);
+		if (explain)
+			printf("\t%s\t%s\t%.2f\t%s", intent_source_name(r.source),
+			    intent_name(r.runner_up), r.runner_up_score,
+			    r.evidence);
+		putchar('\n');
 	}
 	free(line);
 	lexicon_free(lex);
+	model_free(model);
 	return 0;
 }

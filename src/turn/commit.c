@@ -227,6 +227,26 @@ commit_funnel(struct commit *c, const struct turn_funnel *f)
 	json_object_array_add(commit_arr(c, COMMIT_FUNNEL), o);
 }
 
+/* How the intent was decided: rules, model or both, the runner-up, and
+ * what each judge said alone (the review loop lists disagreements). */
+static void
+commit_intent_detail(json_object *d, const struct intent_result *in)
+{
+	char	score[16];
+
+	snprintf(score, sizeof score, "%.2f", in->runner_up_score);
+	json_object_object_add(d, "source",
+	    json_object_new_string(intent_source_name(in->source)));
+	json_object_object_add(d, "runner_up",
+	    json_object_new_string(intent_name(in->runner_up)));
+	json_object_object_add(d, "runner_up_score",
+	    json_object_new_double_s(in->runner_up_score, score));
+	json_object_object_add(d, "rule_intent",
+	    json_object_new_string(intent_name(in->rule_intent)));
+	json_object_object_add(d, "model_intent",
+	    json_object_new_string(intent_name(in->model_intent)));
+}
+
 static void
 commit_policy(struct commit *c, const struct turn_msg_plan *mp)
 {
@@ -241,6 +261,7 @@ commit_policy(struct commit *c, const struct turn_msg_plan *mp)
 	    json_object_new_double_s(mp->intent.confidence, conf));
 	json_object_object_add(d, "evidence",
 	    json_object_new_string(mp->intent.evidence));
+	commit_intent_detail(d, &mp->intent);
 	acts = json_object_new_array();
 	for (a = 0; a < POLICY_ACT__COUNT; a++)
 		if (mp->policy.actions & (1u << a))
@@ -267,6 +288,7 @@ commit_router(struct commit *c, const struct turn_route *tr,
 		    json_object_new_double_s(in->confidence, conf));
 		json_object_object_add(d, "evidence",
 		    json_object_new_string(in->evidence));
+		commit_intent_detail(d, in);
 	}
 
 	json_object_object_add(d, "from",

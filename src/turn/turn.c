@@ -143,6 +143,16 @@ turn_decode(struct turn *t, struct turn_input *in)
 	}
 	in->msgs = t->in_msgs;
 	in->nmsgs = n;
+	/* Julia's last message: a short answer is read against it. */
+	if (json_object_object_get_ex(t->ctx, "history", &msgs))
+		for (i = json_object_array_length(msgs); i-- > 0; ) {
+			m = json_object_array_get_idx(msgs, i);
+			if (job_jstr(m, "direction") != NULL &&
+			    strcmp(job_jstr(m, "direction"), "out") == 0) {
+				in->julia_before = job_jstr(m, "text");
+				break;
+			}
+		}
 	return 0;
 }
 

@@ -15,7 +15,7 @@ good() {
 	env -i PATH="$PATH" DATABASE_URL=postgresql:///x \
 	    WHATSAPP_APP_SECRET=s WHATSAPP_VERIFY_TOKEN=v "$@"
 }
-echo "1..7"
+echo "1..10"
 
 out=$(good MODEGATE_RULES_DIR="$(pwd)" "$bin" check-config 2>&1)
 rc=$?
@@ -53,3 +53,30 @@ has 'mode/capabilities.json: modes.discovery.tools.2: unknown tool "buscar_vaga"
 has 'mode/capabilities.json: modes.followup.micro_confirmation.oferta: missing (the transition followup -> oferta needs confirmation)'
 has 'mode/capabilities.json: modes.reativacao.forbidden_claims.4: unknown claim "inventada"'
 [ $rc = 78 ] || printf '%s\n' "$out" | sed 's/^/# /'
+
+# The learned models: a weights file that does not fit the rules (a label
+# the rules do not have, a row out of order) is a config error, named by
+# file and line; without the weights files the rules decide alone.
+mkdir -p "$tmp/m"
+cp -R mode policy "$tmp/m/"
+sed -i 's/^label OPT_IN$/label OPT_ON/' "$tmp/m/mode/intent.model"
+awk 'f == 0 && /^rows / { print; getline a; getline b; print b; print a; f = 1; next } { print }' \
+    mode/guard.model > "$tmp/m/mode/guard.model"
+out=$(good MODEGATE_RULES_DIR="$tmp/m" "$bin" check-config 2>&1)
+rc=$?
+printf '%s\n' "$out" | grep -q '^mode/intent.model: line [0-9]*: label [0-9]* is "OPT_ON", the rules say "OPT_IN" (retrain: make train)$' &&
+    printf '%s\n' "$out" | grep -q '^mode/guard.model: line [0-9]*: bucket missing, out of range or not ascending$' &&
+    [ $rc = 78 ] && r=OK || r=FAIL
+t $r "weights that do not fit the rules: both reported, exit 78 (rc=$rc)"
+[ $r = OK ] || printf '%s\n' "$out" | sed 's/^/# /'
+head -c 1000 mode/intent.model > "$tmp/m/mode/intent.model"
+cp mode/guard.model "$tmp/m/mode/guard.model"
+out=$(good MODEGATE_RULES_DIR="$tmp/m" "$bin" check-config 2>&1)
+rc=$?
+[ $rc = 78 ] && printf '%s\n' "$out" | grep -q '^mode/intent.model: line [0-9]*: ' && r=OK || r=FAIL
+t $r "a truncated weights file: exit 78 (rc=$rc)"
+rm -f "$tmp/m/mode/intent.model" "$tmp/m/mode/guard.model"
+out=$(good MODEGATE_RULES_DIR="$tmp/m" "$bin" check-config 2>&1)
+rc=$?
+[ $rc = 0 ] && r=OK || r=FAIL
+t $r "no weights files: the rules alone, configuration OK (rc=$rc)"

@@ -21,7 +21,7 @@ sys.exit(0 if ($expr) else 1)" 2>/dev/null; then
 		echo "# $out"
 	fi
 }
-echo "1..12"
+echo "1..14"
 check "all keys present" "set(j) >= {'intent','confidence','policy','proposal','decision','mode','pending_transition','tools_allowed','tools_removed','forbidden_claims','required_behavior','prompt_constraints'}" \
     -- --mode discovery "Oi, tudo bem?"
 check "discovery: interest is PENDING oferta, mode still discovery, no buscar_vagas" \
@@ -58,3 +58,13 @@ check "no consent this turn: the bridge is refused, with the reason" \
     "j['plan']['bridge'].startswith('pergunte ao médico')" \
     -- --mode oferta "oi, tudo bem?"
 
+check "the evidence: who decided, the runner-up with its score, the model's features" \
+    "j['intent']=='OBJECAO_GRAVE' and j['intent_source'] in ('both','model') and j['runner_up']['intent']!=j['intent'] and 0<=j['runner_up']['score']<=j['confidence'] and '| model: ' in j['evidence'] and j['rule_intent']=='OBJECAO_GRAVE' and j['model_intent']=='OBJECAO_GRAVE'" \
+    -- --mode oferta "isso é golpe, vou denunciar vcs no procon"
+n=$((n + 1))
+out=$(printf 'vou denunciar vcs no procon\tQuer ver as vagas?\n' |
+    "$bin" intent --context --explain)
+case $out in
+OBJECAO_GRAVE*"	vou denunciar vcs no procon	"*"	"*"model: "*) echo "ok $n - intent --explain: source, runner-up, score, evidence" ;;
+*) echo "not ok $n - intent --explain: source, runner-up, score, evidence"; echo "# $out" ;;
+esac

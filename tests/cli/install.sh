@@ -12,7 +12,8 @@ n=2
 for f in bin/modegate share/modegate/mode/transitions.json \
 	share/modegate/policy/policy.json share/modegate/sql/0001_init.sql \
 	share/modegate/sql/roles.sql share/man/man1/modegate.1 \
-	share/modegate/sql/queries share/modegate/sql/functions/60_turn.sql; do
+	share/modegate/sql/queries share/modegate/sql/functions/60_turn.sql \
+	share/modegate/mode/intent.model share/modegate/mode/guard.model; do
 	[ -e "$d/opt/mg/$f" ] && echo "ok $n - installs $f" ||
 		echo "not ok $n - installs $f"
 	n=$((n + 1))

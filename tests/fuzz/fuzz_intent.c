@@ -1,7 +1,9 @@
 /*
  * fuzz_intent.c -- fuzz target: the text normaliser (text_normalize,
- * intent_normalize) and intent detection on the default lexicon
- * (mode/intents.json under MG_RULES_DIR, or $MODEGATE_RULES_DIR).
+ * intent_normalize) and intent detection on the default lexicon and
+ * learned model (mode/intents.json and mode/intent.model under
+ * MG_RULES_DIR, or $MODEGATE_RULES_DIR), with and without context, and
+ * the explanation.
  * SPDX-License-Identifier: MIT
  */
 #include <string.h>
@@ -9,6 +11,7 @@
 #include "../../mode/intent.h"
 #include "../../mode/normalize.h"
 #include "../../src/rules/flatfile.h"
+#include "../../src/rules/ruleset.h"
 #include "fuzz_main.h"
 
 #ifndef MG_RULES_DIR
@@ -16,26 +19,22 @@
 #endif
 
 static struct lexicon	*lex;
+static struct model	*model;
 
 /* Load the default lexicon once; exit when it does not load. */
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	struct diag	 d;
-	struct flat	 f;
-	char		 path[4096];
 	const char	*dir = getenv("MODEGATE_RULES_DIR");
 
 	diag_init(&d);
-	snprintf(path, sizeof path, "%s/mode/intents.json",
-	    dir != NULL && *dir != '\0' ? dir : MG_RULES_DIR);
-	if (rules_read_flat(path, "mode/intents.json", &f, &d) == -1 ||
-	    (lex = lexicon_load(&f, &d)) == NULL) {
-		fprintf(stderr, "fuzz_intent: %s: %s\n", path,
-		    d.n ? d.msg[0] : "cannot load");
+	if ((lex = ruleset_load_intent(dir != NULL && *dir != '\0' ? dir :
+	    MG_RULES_DIR, &model, &d)) == NULL) {
+		fprintf(stderr, "fuzz_intent: %s\n", d.n ? d.msg[0] :
+		    "cannot load");
 		exit(1);
 	}
-	flat_free(&f);
 	return 0;
 }
 
@@ -52,7 +51,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static char		 out[4096], again[4096];
-	struct intent_result	 r, r2;
+	struct intent_result	 r, r2, r3;
 	const char		*text;
 	size_t			 outlen, n, len;
 
@@ -74,6 +73,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r.intent != r2.intent || r.confidence != r2.confidence ||
 	    r.confidence < 0 || r.confidence > 1 ||
 	    strnlen(r.evidence, sizeof r.evidence) == sizeof r.evidence)
+		abort();
+	/* The explanation changes the evidence, never the verdict; the
+	 * second half of the input as Julia's message before. */
+	(void)intent_explain(lex, text, len, NULL, 0, &r3);
+	if (r3.intent != r.intent || r3.confidence != r.confidence ||
+	    r3.runner_up == r3.intent ||
+	    strnlen(r3.evidence, sizeof r3.evidence) == sizeof r3.evidence)
+		abort();
+	intent_detect_ctx(lex, text, len / 2, text + len / 2, len - len / 2,
+	    &r3);
+	if (r3.confidence < 0 || r3.confidence > 1)
 		abort();
 	return 0;
 }

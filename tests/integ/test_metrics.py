@@ -216,7 +216,9 @@ def test_metrics_llm_errors_open_the_breaker(h):
     eq(series(m, "modegate_llm_requests_total", "outcome"),
        {"server": 3.0}, "each attempt counted with its class")
     eq(val(m, "modegate_llm_breaker_state"), 1.0, "breaker open")
-    send(h, "wamid.b2", "Alguém aí?")
+    # A message the AI answers ("Alguém aí?" is PEDIDO_HUMANO at 0.50 for
+    # the learned detector: a hand-off, no LLM request to refuse).
+    send(h, "wamid.b2", "Oi, tudo certo?")
     eq(settled(h, "wamid.b2", 30), "done", "fallback again")
     m = scrape(h)
     eq(len(llm_calls(llm)), 3, "no request while open")

@@ -96,7 +96,9 @@ def test_bridge_needs_the_doctors_consent(h):
     llm.script([{"tool_calls": [{"name": "criar_handoff_externo",
                                  "arguments": {"vaga_id": 1}}]},
                 {"text": "Quer que eu te passe o contato da responsável?"}])
-    send(h, "wamid.cs1", "e esse plantão de sábado, como é?")
+    # Not consent: a question about the shift is INTERESSE_VAGA for the
+    # learned detector (the corpus's definition), which counts as consent.
+    send(h, "wamid.cs1", "deixa eu ver minha agenda primeiro")
     settled(h, "wamid.cs1")
     tr = llm_calls(llm)[-1]["body"]["messages"][-1]["content"][0]
     eq(tr.get("is_error"), True, "refused")
@@ -157,6 +159,9 @@ def test_prompt_dates_and_audit_evidence(h):
     assert r["evidence"] and float(r["confidence"]) > 0, r
     g = json.loads(audit(h, "gate")[-1][2])
     assert "vaga_especifica" in g["forbidden_claims"], g
+    p = json.loads(audit(h, "policy")[-1][2])
+    assert {"source", "runner_up", "rule_intent", "model_intent"} <= set(p) \
+        and p["source"] in ("rules", "model", "both"), p
 
 
 def test_campaign_reaches_once_and_the_reply_routes(h):

@@ -468,7 +468,9 @@ def test_message_that_keeps_killing_the_process_ends_dead(h):
     doctor's next message is answered."""
     llm = ready(h, MODEGATE_LEASE_S="1", MODEGATE_MAX_ATTEMPTS="2")
     llm.config(delay=30)
-    send(h, "wamid.px1", "mensagem que derruba o processo")
+    # Any message the AI answers (the learned detector reads "processo"
+    # as a lawsuit, a serious objection that never reaches the LLM).
+    send(h, "wamid.px1", "oi julia, tudo bem?")
     for n in (1, 2):
         h.wait_until(lambda: len(llm_calls(llm)) >= n, 15,
                      "LLM call %d" % n)

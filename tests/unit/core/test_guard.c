@@ -302,6 +302,55 @@ test_validation_all_at_once(void **state)
 	    "claims.0.patterns.0\tsfoo\nclaims.0.allow\ta\n"), "");
 }
 
+/* The shipped learned guard (run from the repository root). */
+static struct model *
+guard_model_load(void)
+{
+	static char	 buf[MODEL_MAX_BYTES];
+	const char	*labels[MODEL_MAX_LABELS];
+	struct diag	 d;
+	FILE		*fp;
+	size_t		 n, i;
+
+	if ((fp = fopen("mode/guard.model", "r")) == NULL)
+		return NULL;
+	n = fread(buf, 1, sizeof buf, fp);
+	fclose(fp);
+	labels[0] = "OK";
+	for (i = 0; i < claims_count(cl); i++)
+		labels[i + 1] = claims_id(cl, (int)i);
+	diag_init(&d);
+	return model_load(buf, n, "mode/guard.model", "guard", labels,
+	    claims_count(cl) + 1, &d);
+}
+
+static void
+test_with_the_model(void **state)
+{
+	struct model	*m = guard_model_load();
+	char		 many[8192];
+	size_t		 i;
+
+	(void)state;
+	assert_non_null(m);
+	claims_set_model(cl, m);
+	/* An honest deflection passes; a paraphrased booking does not. */
+	assert_string_equal(check("confirma_reserva,negocia_valor",
+	    "Valor eu não negocio, quem acerta é o coordenador."), "");
+	assert_string_equal(check("confirma_reserva,promessa",
+	    "Pode ficar tranquila, já coloquei você na escala de sábado."),
+	    "confirma_reserva");
+	/* A friendly sentence said 150 times is no promise (a linear
+	 * model's sums grow with repeats: they are judged once). */
+	strcpy(many, "Oi! ");
+	for (i = 0; i < 150; i++)
+		strcat(many, "Que bom falar com você. ");
+	assert_string_equal(check("vaga_especifica,promessa,"
+	    "confirma_reserva,negocia_valor", many), "");
+	claims_set_model(cl, NULL);
+	model_free(m);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -316,6 +365,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_which_and_order),
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_validation_all_at_once),
+		cmocka_unit_test(test_with_the_model),
 	};
 
 	rules_flat_init(argv[0]);

@@ -142,6 +142,77 @@ test_evidence_and_determinism(void **state)
 }
 
 /* Load a hand-written flat buffer; returns the lexicon (maybe NULL). */
+static void
+test_opt_in(void **state)
+{
+	assert_string_equal(in(state, "quero voltar a receber vagas"),
+	    "OPT_IN");
+	assert_string_equal(in(state, "mudei de ideia, pode mandar vaga de "
+	    "novo"), "OPT_IN");
+	assert_string_equal(in(state, "nao quero voltar a receber"), "RECUSA");
+}
+
+/* Read the shipped model (run from the repository root). */
+static struct model *
+shipped_model(void)
+{
+	static char	 buf[MODEL_MAX_BYTES];
+	const char	*labels[MODEL_MAX_LABELS];
+	struct diag	 d;
+	FILE		*fp;
+	size_t		 n;
+	int		 k;
+
+	if ((fp = fopen("mode/intent.model", "r")) == NULL)
+		return NULL;
+	n = fread(buf, 1, sizeof buf, fp);
+	fclose(fp);
+	for (k = 0; k < INTENT__COUNT; k++)
+		labels[k] = intent_name(k);
+	diag_init(&d);
+	return model_load(buf, n, "mode/intent.model", "intent", labels,
+	    INTENT__COUNT, &d);
+}
+
+static void
+test_with_the_model(void **state)
+{
+	struct intent_result	r, e;
+	struct model		*m = shipped_model();
+	const char		*t = "vcs vão me processar por mandar spam? "
+				    "vou denunciar no procon";
+
+	assert_non_null(m);
+	lexicon_set_model(*state, m);
+	intent_detect(*state, t, strlen(t), &r);
+	assert_string_equal(intent_name(r.intent), "OBJECAO_GRAVE");
+	assert_int_equal(r.rule_intent, INTENT_OBJECAO_GRAVE);
+	assert_int_equal(r.source, INTENT_SRC_BOTH);
+	assert_true(r.runner_up != r.intent);
+	assert_true(r.runner_up_score <= r.confidence);
+	assert_true(r.confidence > 0.5 && r.confidence <= 1);
+	assert_non_null(strstr(r.evidence, "procon"));
+	/* The explanation names the model's features; same verdict. */
+	assert_int_equal(intent_explain(*state, t, strlen(t), NULL, 0, &e), 0);
+	assert_int_equal(e.intent, r.intent);
+	assert_true(e.confidence == r.confidence);
+	assert_non_null(strstr(e.evidence, "| model: "));
+	/* Context: a bare "s" after a question is a yes. */
+	intent_detect_ctx(*state, "s", 1, "Quer que eu te mande as vagas?", 30,
+	    &r);
+	assert_string_equal(intent_name(r.intent), "CONFIRMACAO");
+	/* A question is no opt-out without a rule saying so. */
+	t = "Pode fingir que fechou comigo por 3 mil? Só pra eu mostrar pro "
+	    "meu chefe";
+	intent_detect(*state, t, strlen(t), &r);
+	assert_int_not_equal(r.intent, INTENT_OPT_OUT);
+	/* No model: the rules alone, as before. */
+	lexicon_set_model(*state, NULL);
+	intent_detect(*state, t, strlen(t), &r);
+	assert_int_equal(r.source, INTENT_SRC_RULES);
+	model_free(m);
+}
+
 static struct lexicon *
 load(const char *buf, struct diag *d)
 {
@@ -214,6 +285,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_evidence_and_determinism,
 		    setup, teardown),
 		cmocka_unit_test(test_validation_reports_everything),
+		cmocka_unit_test_setup_teardown(test_opt_in, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_with_the_model, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,37 @@
+#!/bin/sh
+# Leave-one-author-out over the train authors of tests/corpus/SPLITS: for
+# each, train on the others and measure on it. The way to compare
+# features and hyper-parameters without touching the dev or blind authors.
+#
+#	[CV_ARGS="--set intent.epochs=20"] tests/corpus/crossval.sh [intent|guard]
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+bin=${MODEGATE_BIN:-bin/modegate}
+kind=${1:-intent}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+authors=$(awk '$1 == "train" { print $2 }' tests/corpus/SPLITS)
+dir=messages
+[ "$kind" = guard ] && dir=replies
+for held in $authors; do
+	[ -s tests/corpus/$dir/$held.tsv ] || continue
+	[ "$held" = cases ] && continue
+	rm -rf "$tmp/c" "$tmp/r"
+	mkdir -p "$tmp/c/messages" "$tmp/c/replies" "$tmp/r/mode" "$tmp/r/policy"
+	cp mode/*.json mode/*.md "$tmp/r/mode/"
+	cp policy/*.json "$tmp/r/policy/"
+	for a in $authors; do
+		[ "$a" = "$held" ] && continue
+		echo "train $a" >> "$tmp/c/SPLITS"
+		for d in messages replies; do
+			[ -f tests/corpus/$d/$a.tsv ] &&
+			    cp tests/corpus/$d/$a.tsv "$tmp/c/$d/"
+		done
+	done
+	MODEGATE_RULES_DIR=$tmp/r "$bin" train --corpus "$tmp/c" \
+	    --out "$tmp/r" ${CV_ARGS:-} 2>/dev/null || { echo "train failed"; exit 1; }
+	printf '%s: ' "$held"
+	MODEGATE_RULES_DIR=$tmp/r MODEGATE_BIN=$bin \
+	    tests/corpus/measure.sh $kind tests/corpus/$dir/$held.tsv |
+	    grep '^summary'
+done
