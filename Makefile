@@ -187,6 +187,11 @@ $(BUILD)/bench/intent_bench: tests/bench/intent_bench.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIBCORE) $(LDFLAGS) -lm
 
+# The claim with 300,000 unanswered messages (tests/bench/claim_bench.sh).
+.PHONY: bench-claim
+bench-claim: all
+	@tests/bench/claim_bench.sh $(BIN)/modegate
+
 # Intents (rules + model) and guard checks (rules + model, every claim) on
 # one core (CPU time): over tests/cases (the sets the figures were first
 # measured on) and over a train author's messages and replies (longer,

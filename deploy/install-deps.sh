@@ -11,7 +11,8 @@ set -eu
 
 PKGS="build-essential pkg-config libevent-dev libcurl4-openssl-dev \
 libjson-c-dev libpq-dev libssl-dev libcmocka-dev postgresql \
-postgresql-client python3 curl postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl"
+postgresql-client python3 curl postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
+slowhttptest"
 [ "${1:-}" = bench ] && PKGS="$PKGS wrk nodejs npm"
 [ "${1:-}" = test ] && PKGS="$PKGS prometheus"
 [ "${1:-}" = valgrind ] && PKGS="$PKGS valgrind"

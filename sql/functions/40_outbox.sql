@@ -95,26 +95,21 @@ BEGIN
 	RETURN nid;
 END $$;
 
--- mg_claim_outbox(worker, lease_seconds, limit): lease due outbox rows
--- to post, of all conversations (mg_lease_outbox below has the rules).
--- Per conversation only the OLDEST unsent row (pending or sending) is a
--- candidate, so a row is never posted while an older one of the same
--- conversation is unsent. Due: pending with next_attempt_at passed, or
--- sending with an expired lease (a crashed sender: posted again -- the
--- exactly-once boundary, see the file header). A text whose 24-hour
--- window is closed is not returned: it takes the template path
--- (mg_window_closed) here. Each row: {"id","conversation_id","kind",
--- "payload" (the complete Graph API body),"phone_number_id","to_key",
--- "attempts","inbox_id","lease_until"}.
-CREATE OR REPLACE FUNCTION mg_claim_outbox(p_worker text,
-    p_lease_seconds int, p_limit int) RETURNS SETOF jsonb
+
+-- mg_claim_outbox(worker, lease_seconds, limit[, reconcile_s]): the
+-- sender's claim; ambiguous rows are posted again p_reconcile_s after
+-- their lease expired with no status naming them (omitted: the setting
+-- modegate.send_reconcile_s, default 30).
+CREATE OR REPLACE FUNCTION mg_claim_outbox(p_worker text, p_lease_seconds int,
+    p_limit int, p_reconcile_s int DEFAULT NULL) RETURNS SETOF jsonb
 LANGUAGE plpgsql AS $$
 BEGIN
 	-- A lost claim is harmless (the row is still due and is claimed
 	-- again), so this transaction need not wait for its WAL flush.
 	PERFORM set_config('synchronous_commit', 'off', true);
 	RETURN QUERY SELECT * FROM mg_lease_outbox(p_worker, p_lease_seconds,
-	    p_limit, NULL);
+	    p_limit, NULL, greatest(coalesce(p_reconcile_s,
+		mg_setting('send_reconcile_s', 30)::int), 0));
 END $$;
 
 -- mg_enqueue_read(worker, conversation_id, inbox_id): queue "mark as
@@ -199,10 +194,114 @@ BEGIN
 	END IF;
 END $$;
 
--- message_statuses AFTER INSERT: move the matching outbox row's status.
-CREATE OR REPLACE FUNCTION mg_on_status() RETURNS trigger
+CREATE OR REPLACE FUNCTION mg_reconcile_count(p_outcome text) RETURNS void
+LANGUAGE sql AS $$
+	UPDATE send_reconcile_counts SET n = n + 1 WHERE outcome = p_outcome
+$$;
+
+-- The biz_opaque_callback_data of outbox row p_id.
+CREATE OR REPLACE FUNCTION mg_callback_data(p_id bigint) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT 'modegate:outbox:' || p_id::text
+$$;
+
+-- The outbox row a biz_opaque_callback_data names, or NULL.
+CREATE OR REPLACE FUNCTION mg_callback_outbox(p_data text) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT substring(p_data FROM '^modegate:outbox:([0-9]{1,18})$')::bigint
+$$;
+
+-- The body the sender posts for row o: its payload, a message naming its
+-- row in biz_opaque_callback_data (a read receipt takes none).
+CREATE OR REPLACE FUNCTION mg_send_payload(o outbox) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT CASE WHEN o.kind = 'read' THEN o.payload
+	    ELSE o.payload || jsonb_build_object('biz_opaque_callback_data',
+		mg_callback_data(o.id)) END
+$$;
+
+-- Record a duplicate: Meta reported p_wamid for row o, already recorded
+-- with another message id. Counted and audited once per message id.
+CREATE OR REPLACE FUNCTION mg_outbox_duplicate(o outbox, p_wamid text, p_how text)
+RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
+	INSERT INTO outbox_duplicates (wamid, outbox_id, first_wamid)
+	VALUES (p_wamid, o.id, o.wamid) ON CONFLICT DO NOTHING;
+	IF FOUND THEN
+		PERFORM mg_reconcile_count('duplicate');
+		INSERT INTO audit_log (conversation_id, inbox_id, step,
+		    decision, reason, details)
+		VALUES (o.conversation_id, o.inbox_id, 'send', 'duplicate',
+		    p_how, jsonb_build_object('outbox_id', o.id,
+			'wamid', p_wamid, 'first_wamid', o.wamid));
+	END IF;
+END $$;
+
+-- mg_settle_outbox(id, wamid, status): a status webhook named outbox row
+-- p_id in its biz_opaque_callback_data, so Meta accepted the row as
+-- message p_wamid. A row not yet recorded as sent ('sending', in flight
+-- or ambiguous; 'pending' or 'dead' after a post whose answer was lost)
+-- becomes 'sent' with that wamid, its retries cancelled, audited (step
+-- "send", decision "sent", reason "status"). A row already recorded with
+-- another wamid was posted twice (mg_outbox_duplicate). Returns what it
+-- did: settled | known | duplicate | ignored.
+CREATE OR REPLACE FUNCTION mg_settle_outbox(p_id bigint, p_wamid text, p_status text)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	o	outbox;
+	expired	boolean;
+BEGIN
+	SELECT * INTO o FROM outbox WHERE id = p_id FOR UPDATE;
+	IF NOT FOUND OR o.kind = 'read' THEN
+		RETURN 'ignored';
+	END IF;
+	IF o.wamid = p_wamid THEN
+		RETURN 'known';
+	END IF;
+	IF o.wamid IS NOT NULL THEN
+		PERFORM mg_outbox_duplicate(o, p_wamid, 'status');
+		RETURN 'duplicate';
+	END IF;
+	-- A wamid already on another row: not ours to take (a restored
+	-- database reusing ids); never break the ingest batch over it.
+	IF o.state NOT IN ('sending', 'pending', 'dead') OR
+	    EXISTS (SELECT 1 FROM outbox WHERE wamid = p_wamid) THEN
+		RETURN 'ignored';
+	END IF;
+	expired := o.state <> 'sending' OR o.lease_until < now();
+	UPDATE outbox SET state = 'sent', wamid = p_wamid,
+	    sent_at = coalesce(sent_at, now()), reconciled_at = now(),
+	    lease_owner = NULL, lease_until = NULL, next_attempt_at = NULL,
+	    attempts = CASE WHEN o.state = 'sending' THEN attempts + 1
+		ELSE attempts END
+	WHERE id = o.id;
+	UPDATE conversations SET last_outbound_at = now()
+	WHERE id = o.conversation_id;
+	IF expired THEN
+		PERFORM mg_reconcile_count('settled');
+	END IF;
+	INSERT INTO audit_log (conversation_id, inbox_id, step, decision,
+	    reason, details)
+	VALUES (o.conversation_id, o.inbox_id, 'send', 'sent', 'status',
+	    jsonb_build_object('outbox_id', o.id, 'kind', o.kind,
+		'wamid', p_wamid, 'status', p_status, 'was', o.state,
+		'lease_expired', expired, 'attempts', o.attempts));
+	RETURN 'settled';
+END $$;
+
+-- message_statuses AFTER INSERT: settle the outbox row the status names
+-- (biz_opaque_callback_data), then move the status of the row with that
+-- wamid (0004).
+CREATE OR REPLACE FUNCTION mg_on_status() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+	oid	bigint := mg_callback_outbox(NEW.callback_data);
+BEGIN
+	IF oid IS NOT NULL THEN
+		PERFORM mg_settle_outbox(oid, NEW.wamid, NEW.status);
+	END IF;
 	PERFORM mg_apply_status(NEW.wamid, NEW.status, NEW.wa_timestamp,
 	    NEW.error_code);
 	RETURN NULL;
@@ -212,22 +311,12 @@ CREATE OR REPLACE TRIGGER message_statuses_outbox
 	AFTER INSERT ON message_statuses
 	FOR EACH ROW EXECUTE FUNCTION mg_on_status();
 
--- mg_outbox_result(id, result): record what the Graph API said about a
--- row in state 'sending'. result.result:
---   "sent"          {"wamid"} (none for a read receipt, which answers
---                   {"success":true}): state sent; statuses that arrived
---                   before the wamid was stored are applied now
---   "dry_run"       no token: state dry_run, nothing posted
---   "retry"         {"error_code","error_detail","retry_after_s",
---                   "max_attempts" (default 8)}: back to pending after
---                   retry_after_s or 5 s × 2^attempts (≤ 15 min); at
---                   max_attempts 'dead'
---   "failed"        {"error_code","error_detail"}: permanent
---   "window_closed" {"error_detail"}: 131047, template path
--- last_outbound_at moves on sent/dry_run. Audited (step "send").
--- {"ok":true,"state"} or {"ok":false,"reason":"not_sending"|"bad_result"}.
-CREATE OR REPLACE FUNCTION mg_outbox_result(p_id bigint,
-    p_result jsonb) RETURNS jsonb
+-- mg_outbox_result (0004), also when a status settled the row first:
+-- the same wamid answers ok; another wamid is a second post that reached
+-- WhatsApp (mg_outbox_duplicate); an error for a row Meta reported as
+-- accepted changes nothing.
+CREATE OR REPLACE FUNCTION mg_outbox_result(p_id bigint, p_result jsonb)
+RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
 	o	outbox;
@@ -235,28 +324,36 @@ DECLARE
 	code	int := (p_result ->> 'error_code')::int;
 	det	text := p_result ->> 'error_detail';
 	maxa	int := coalesce((p_result ->> 'max_attempts')::int, 8);
+	w	text := nullif(p_result ->> 'wamid', '');
 	st	text;
 	s	record;
 BEGIN
 	SELECT * INTO o FROM outbox WHERE id = p_id FOR UPDATE;
+	IF FOUND AND o.state = 'sent' AND o.reconciled_at IS NOT NULL THEN
+		IF r = 'sent' AND w IS NOT NULL AND w <> o.wamid THEN
+			PERFORM mg_outbox_duplicate(o, w, 'result');
+			RETURN jsonb_build_object('ok', true, 'state', 'sent',
+			    'duplicate', true);
+		END IF;
+		RETURN jsonb_build_object('ok', true, 'state', 'sent',
+		    'settled', 'status');
+	END IF;
 	IF NOT FOUND OR o.state <> 'sending' THEN
 		RETURN jsonb_build_object('ok', false, 'reason', 'not_sending');
 	END IF;
 	IF r IN ('sent', 'dry_run') THEN
-		IF r = 'sent' AND o.kind <> 'read' AND
-		    coalesce(p_result ->> 'wamid', '') = '' THEN
+		IF r = 'sent' AND o.kind <> 'read' AND w IS NULL THEN
 			RETURN jsonb_build_object('ok', false,
 			    'reason', 'bad_result');
 		END IF;
-		UPDATE outbox SET state = r,
-		    wamid = nullif(p_result ->> 'wamid', ''),
+		UPDATE outbox SET state = r, wamid = w,
 		    sent_at = now(), lease_owner = NULL, lease_until = NULL,
 		    attempts = attempts + 1
 		WHERE id = o.id;
 		UPDATE conversations SET last_outbound_at = now()
 		WHERE id = o.conversation_id AND o.kind <> 'read';
 		FOR s IN SELECT * FROM message_statuses
-		    WHERE wamid = p_result ->> 'wamid'
+		    WHERE wamid = w
 		    ORDER BY mg_status_rank(status) LOOP
 			PERFORM mg_apply_status(s.wamid, s.status,
 			    s.wa_timestamp, s.error_code);
@@ -291,21 +388,20 @@ BEGIN
 	    reason, details)
 	VALUES (o.conversation_id, o.inbox_id, 'send', st, r,
 	    jsonb_strip_nulls(jsonb_build_object('outbox_id', o.id,
-		'kind', o.kind, 'wamid', p_result ->> 'wamid',
+		'kind', o.kind, 'wamid', w,
 		'error_code', code, 'error_detail', det,
-		'attempts', o.attempts + 1)));
+		'attempts', o.attempts + 1, 'reposts', nullif(o.reposts, 0))));
 	RETURN jsonb_build_object('ok', true, 'state', st);
 END $$;
 
--- mg_lease_outbox(worker, lease_seconds, limit, conversation_id): lease
--- due outbox rows to p_worker, of one conversation or (NULL) of all,
--- by the rules of mg_claim_outbox above.
 CREATE OR REPLACE FUNCTION mg_lease_outbox(p_worker text, p_lease_seconds int,
-    p_limit int, p_conversation_id bigint) RETURNS SETOF jsonb
+    p_limit int, p_conversation_id bigint, p_reconcile_s int DEFAULT NULL)
+RETURNS SETOF jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
 	o	outbox;
 	until	timestamptz := now() + make_interval(secs => p_lease_seconds);
+	again	boolean;
 BEGIN
 	IF p_limit <= 0 THEN
 		RETURN;
@@ -327,24 +423,40 @@ BEGIN
 			x.conversation_id = p_conversation_id)
 		  AND ((x.state = 'pending' AND (x.next_attempt_at IS NULL OR
 			x.next_attempt_at <= now()))
-		    OR (x.state = 'sending' AND x.lease_until < now()))
+		    OR (x.state = 'sending' AND x.lease_until < now() AND
+			(x.kind = 'read' OR x.lease_until + make_interval(
+			    secs => p_reconcile_s) < now())))
 		ORDER BY x.id
 		LIMIT p_limit
 		FOR UPDATE OF x SKIP LOCKED
 	LOOP
+		again := o.state = 'sending' AND o.kind <> 'read';
 		IF o.kind = 'text' AND NOT mg_window_open(o.conversation_id) THEN
 			PERFORM mg_window_closed(o.id,
 			    '24-hour window closed before sending');
 			CONTINUE;
 		END IF;
 		UPDATE outbox SET state = 'sending', lease_owner = p_worker,
-		    lease_until = until
+		    lease_until = until,
+		    reposts = reposts + CASE WHEN again THEN 1 ELSE 0 END
 		WHERE id = o.id;
+		IF again THEN
+			PERFORM mg_reconcile_count('reposted');
+			INSERT INTO audit_log (conversation_id, inbox_id, step,
+			    decision, reason, details)
+			VALUES (o.conversation_id, o.inbox_id, 'send', 'repost',
+			    'no_status', jsonb_build_object('outbox_id', o.id,
+				'kind', o.kind, 'lease_until', o.lease_until,
+				'reconcile_s', p_reconcile_s,
+				'previous_owner', o.lease_owner));
+		END IF;
 		RETURN NEXT jsonb_build_object('id', o.id,
 		    'conversation_id', o.conversation_id, 'kind', o.kind,
-		    'payload', o.payload, 'phone_number_id', o.phone_number_id,
+		    'payload', mg_send_payload(o),
+		    'phone_number_id', o.phone_number_id,
 		    'to_key', o.to_key, 'attempts', o.attempts,
-		    'inbox_id', o.inbox_id, 'lease_until', until);
+		    'inbox_id', o.inbox_id, 'lease_until', until,
+		    'reposted', again);
 	END LOOP;
 END $$;
 
@@ -364,3 +476,11 @@ BEGIN
 	    FROM mg_lease_outbox(p_sender, p_lease_seconds, p_limit,
 		p_conversation_id) r));
 END $$;
+
+-- Rows whose lease expired with no recorded answer: waiting for a status
+-- (or for MODEGATE_SEND_RECONCILE_S to pass, then posted again).
+CREATE OR REPLACE VIEW outbox_ambiguous AS
+	SELECT id, conversation_id, kind, lease_owner, lease_until AS since,
+	    now() - lease_until AS waiting, attempts, reposts
+	FROM outbox
+	WHERE state = 'sending' AND lease_until < now() AND kind <> 'read';

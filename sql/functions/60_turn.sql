@@ -34,17 +34,16 @@
 -- p_window_ms ago: a burst of messages (double texting) is one turn.
 -- inbox_ids are ordered by wa_timestamp, received_at, id; at most 20 per
 -- conversation (the rest come in the next turn). Conversations are
--- locked with FOR UPDATE SKIP LOCKED and the lease is written in the same
--- statement's transaction: never two live leases on one conversation.
+-- locked with FOR NO KEY UPDATE SKIP LOCKED and the lease is written in
+-- the same statement: never two live leases on one conversation. The
+-- candidates come from the index conversations_open, in the order of
+-- each conversation's oldest open message (open_first_id, kept by the
+-- inbox triggers of 30_ingest.sql): a claim costs per turn claimed, not
+-- per message waiting (sql/0016_flat_claim.sql).
 CREATE OR REPLACE FUNCTION mg_claim(p_worker text, p_lease_seconds int,
-    p_window_ms int,
-    p_limit int) RETURNS SETOF jsonb
+    p_window_ms int, p_limit int) RETURNS SETOF jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
-	c	record;
-	ids	bigint[];
-	att	int;
-	retook	boolean;
 	until	timestamptz := now() + make_interval(secs => p_lease_seconds);
 BEGIN
 	-- A lost claim is harmless (the row is still due and is claimed
@@ -56,56 +55,55 @@ BEGIN
 		RAISE EXCEPTION 'mg_claim: worker name required';
 	END IF;
 	PERFORM mg_link_inbox();
-	FOR c IN
-		WITH open AS (
-			SELECT conversation_id, min(id) AS first_id,
-			    max(received_at) AS newest
-			FROM inbox
-			WHERE state IN ('pending', 'claimed')
-			    AND conversation_id IS NOT NULL
-			GROUP BY conversation_id
-		)
-		SELECT cv.id
-		FROM conversations cv JOIN open o ON o.conversation_id = cv.id
-		WHERE (cv.lease_until IS NULL OR cv.lease_until < now())
+	RETURN QUERY
+	WITH cand AS MATERIALIZED (
+		SELECT cv.id, cv.open_first_id AS ord
+		FROM conversations cv
+		WHERE cv.open_first_id IS NOT NULL
+		    AND (cv.lease_until IS NULL OR cv.lease_until < now())
 		    AND (cv.next_attempt_at IS NULL OR cv.next_attempt_at <= now())
-		    AND o.newest <= now() - make_interval(secs => p_window_ms / 1000.0)
-		ORDER BY o.first_id
+		    AND cv.open_newest <= now() -
+			make_interval(secs => p_window_ms / 1000.0)
+		ORDER BY cv.open_first_id
 		LIMIT p_limit
-		FOR UPDATE OF cv SKIP LOCKED
-	LOOP
-		WITH picked AS (
-			SELECT id, state FROM inbox
-			WHERE conversation_id = c.id
-			    AND state IN ('pending', 'claimed')
-			ORDER BY coalesce(wa_timestamp, received_at), received_at, id
+		FOR NO KEY UPDATE OF cv SKIP LOCKED
+	), picked AS MATERIALIZED (
+		-- at most 20 per conversation; the rest come in the next turn
+		SELECT m.id, m.state, c.id AS cid, c.ord
+		FROM cand c CROSS JOIN LATERAL (
+			SELECT i.id, i.state FROM inbox i
+			WHERE i.conversation_id = c.id
+			    AND i.state IN ('pending', 'claimed')
+			ORDER BY coalesce(i.wa_timestamp, i.received_at),
+			    i.received_at, i.id
 			LIMIT 20
-			FOR UPDATE
-		), upd AS (
-			UPDATE inbox i SET state = 'claimed', claimed_by = p_worker,
-			    claimed_at = now(),
-			    attempts = i.attempts + (p.state = 'claimed')::int,
-			    last_error = CASE WHEN p.state = 'claimed' THEN
-				'lease of ' || coalesce(i.claimed_by, '?') ||
-				' expired' ELSE i.last_error END
-			FROM picked p WHERE p.id = i.id
-			RETURNING i.id, i.attempts, p.state = 'claimed' AS retaken,
-			    coalesce(i.wa_timestamp, i.received_at) AS t1,
-			    i.received_at AS t2
-		)
-		SELECT array_agg(id ORDER BY t1, t2, id), coalesce(max(attempts), 0),
-		    coalesce(bool_or(retaken), false)
-		INTO ids, att, retook FROM upd;
-		IF ids IS NULL THEN
-			CONTINUE;	-- committed by another worker meanwhile
-		END IF;
-		UPDATE conversations SET lease_owner = p_worker,
+			FOR UPDATE) m
+	), upd AS (
+		UPDATE inbox i SET state = 'claimed', claimed_by = p_worker,
+		    claimed_at = now(),
+		    attempts = i.attempts + (p.state = 'claimed')::int,
+		    last_error = CASE WHEN p.state = 'claimed' THEN
+			'lease of ' || coalesce(i.claimed_by, '?') ||
+			' expired' ELSE i.last_error END
+		FROM picked p WHERE p.id = i.id
+		RETURNING i.id, p.cid, p.ord, i.attempts,
+		    p.state = 'claimed' AS retaken,
+		    coalesce(i.wa_timestamp, i.received_at) AS t1,
+		    i.received_at AS t2
+	), lease AS (
+		UPDATE conversations cv SET lease_owner = p_worker,
 		    lease_until = until
-		WHERE id = c.id;
-		RETURN NEXT jsonb_build_object('conversation_id', c.id,
-		    'inbox_ids', to_jsonb(ids), 'lease_until', until,
-		    'attempts', att, 'retaken', retook);
-	END LOOP;
+		WHERE cv.id IN (SELECT cid FROM picked)
+		RETURNING cv.id
+	)
+	SELECT jsonb_build_object('conversation_id', u.cid,
+	    'inbox_ids', to_jsonb(array_agg(u.id ORDER BY u.t1, u.t2, u.id)),
+	    'lease_until', until, 'attempts', max(u.attempts),
+	    'retaken', bool_or(u.retaken))
+	FROM upd u
+	WHERE u.cid IN (SELECT id FROM lease)
+	GROUP BY u.cid, u.ord
+	ORDER BY u.ord;
 END $$;
 
 -- mg_renew_lease(worker, conversation_id, lease_seconds): extend a live
@@ -380,8 +378,7 @@ END $$;
 -- messages; the lease is released; next_attempt_at cleared.
 -- Returns {"ok":true, "outbox_ids":[...], "handoffs_new": n,
 -- "inbox_done": n}. Malformed input raises an error (nothing applied).
-CREATE OR REPLACE FUNCTION mg_commit_turn(p_worker text,
-    p_conversation_id bigint,
+CREATE OR REPLACE FUNCTION mg_commit_turn(p_worker text, p_conversation_id bigint,
     p_turn jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -398,7 +395,7 @@ BEGIN
 	SELECT * INTO cv FROM conversations
 	WHERE id = p_conversation_id AND lease_owner = p_worker
 	    AND lease_until >= now()
-	FOR UPDATE;
+	FOR NO KEY UPDATE;
 	IF NOT FOUND THEN
 		RETURN jsonb_build_object('ok', false, 'reason', 'lease_lost');
 	END IF;
@@ -450,6 +447,10 @@ BEGIN
 		oids := oids || oid;
 	END LOOP;
 
+	-- Only this conversation's messages change, and its row is locked
+	-- since the first statement: the UPDATE below keeps its open
+	-- columns, so the inbox trigger need not (modegate.open_kept).
+	PERFORM set_config('modegate.open_kept', 'on', true);
 	UPDATE inbox i SET
 	    state = coalesce(o.state, 'done'), done_at = now(),
 	    done_reason = o.reason
@@ -461,11 +462,19 @@ BEGIN
 		    AND i2.claimed_by = p_worker) o
 	WHERE i.id = o.id;
 	GET DIAGNOSTICS ndone = ROW_COUNT;
+	PERFORM set_config('modegate.open_kept', '', true);
 
 	UPDATE conversations SET
 	    last_inbound_at = CASE WHEN newest IS NULL THEN last_inbound_at
 		ELSE greatest(last_inbound_at, newest) END,
-	    lease_owner = NULL, lease_until = NULL, next_attempt_at = NULL
+	    lease_owner = NULL, lease_until = NULL, next_attempt_at = NULL,
+	    open_first_id = (SELECT i.id FROM inbox i
+		WHERE i.conversation_id = cv.id
+		    AND i.state IN ('pending', 'claimed')
+		ORDER BY i.conversation_id, i.id LIMIT 1),
+	    open_newest = (SELECT max(i.received_at) FROM inbox i
+		WHERE i.conversation_id = cv.id
+		    AND i.state IN ('pending', 'claimed'))
 	WHERE id = cv.id;
 
 	RETURN jsonb_build_object('ok', true, 'outbox_ids', to_jsonb(oids),
@@ -712,8 +721,7 @@ END $$;
 -- "conversation" sets no "control"), the turn commits without its
 -- outbox rows, audited (step "control", decision "human", reason
 -- "reply_withheld", details {outbox: rows withheld}).
-CREATE OR REPLACE FUNCTION mg_commit_send(p_worker text,
-    p_conversation_id bigint,
+CREATE OR REPLACE FUNCTION mg_commit_send(p_worker text, p_conversation_id bigint,
     p_turn jsonb, p_sender text, p_send_lease_seconds int,
     p_send_limit int) RETURNS jsonb
 LANGUAGE plpgsql AS $$
@@ -724,7 +732,7 @@ BEGIN
 	-- The lock mg_commit_turn takes, taken first: no takeover between
 	-- this check and the commit.
 	SELECT control INTO ctl FROM conversations
-	WHERE id = p_conversation_id FOR UPDATE;
+	WHERE id = p_conversation_id FOR NO KEY UPDATE;
 	IF ctl = 'human' AND jsonb_array_length(mg_arr(p_turn, 'outbox')) > 0
 	    AND NOT coalesce(p_turn -> 'conversation' ? 'control', false) THEN
 		turn := p_turn || jsonb_build_object('outbox', '[]'::jsonb,

@@ -68,7 +68,13 @@ static const struct cf_entry cf_table[] = {
 	  "once (one row per conversation at a time)" },
 	{ "MODEGATE_SEND_LEASE_S", CF_INT, 0, "30", 2, 600, NULL, 0,
 	  OFF(send_lease_s), "lease of an outbox row being posted, seconds; "
-	  "a crashed process's rows are posted again after it" },
+	  "a crashed process's rows are settled by a status or posted again "
+	  "after it and MODEGATE_SEND_RECONCILE_S" },
+	{ "MODEGATE_SEND_RECONCILE_S", CF_INT, 0, "30", 0, 3600, NULL, 0,
+	  OFF(send_reconcile_s), "a message whose lease expired without a "
+	  "recorded answer waits this long for a status webhook naming it "
+	  "(biz_opaque_callback_data) before it is posted again, seconds; 0: "
+	  "posted again at once" },
 	{ "MODEGATE_SEND_RETRY_BASE_MS", CF_INT, 0, "2000", 10, 600000, NULL,
 	  0, OFF(send_retry_base_ms), "first retry delay after a transient "
 	  "send error (network, 5xx, codes 1, 2, 131000, 131016), doubling "
@@ -168,10 +174,16 @@ static const struct cf_entry cf_table[] = {
 	  OFF(http_timeout_s), "an HTTP client must send a whole request "
 	  "within this many seconds of connecting or of its previous answer "
 	  "(slow and idle connections are closed)" },
+	{ "MODEGATE_HTTP_MIN_RATE", CF_INT, 0, "500", 0, 100000000, NULL, 0,
+	  OFF(http_min_rate), "once a request's first byte arrived, the rest "
+	  "must arrive at this many bytes per second after a grace second, "
+	  "or the connection is closed (slow headers and bodies); 0: no "
+	  "minimum" },
 	{ "MODEGATE_MAX_CONNECTIONS", CF_INT, 0, "512", 1, 1000000, NULL, 0,
-	  OFF(max_connections), "open HTTP connections at most; beyond it "
-	  "new ones wait in the kernel's listen queue until one closes "
-	  "(keep it below the open-files limit)" },
+	  OFF(max_connections), "open HTTP connections at most; at the cap a "
+	  "new one evicts the slowest incomplete request (idle first, never "
+	  "one being answered); when none can be, new ones wait in the "
+	  "kernel's listen queue (keep it below the open-files limit)" },
 	{ "MODEGATE_MAX_HEADER_BYTES", CF_INT, 0, "16384", 1024, 1048576, NULL,
 	  0, OFF(max_header_bytes), "most bytes of an HTTP request line and "
 	  "headers; a larger request is refused and its connection closed" },

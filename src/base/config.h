@@ -22,6 +22,7 @@ struct config {
 	char	*wa_template_closed;	/* "name:language", "": none */
 	int	 send_concurrency;	/* Graph API posts in flight */
 	int	 send_lease_s;		/* lease of an outbox row being posted */
+	int	 send_reconcile_s;	/* wait for a status before a re-post */
 	int	 send_retry_base_ms;	/* first retry delay, doubling */
 	char	*llm_provider;		/* anthropic | openai | offline */
 	char	*llm_api_key;
@@ -53,6 +54,7 @@ struct config {
 	int	 sender_window_s;	/* ... in this many seconds */
 	int	 http_timeout_s;	/* idle, per read, whole request */
 	int	 max_connections;	/* open HTTP connections */
+	int	 http_min_rate;		/* bytes/s of a begun request */
 	int	 max_header_bytes;	/* request line + headers */
 };
 

@@ -25,6 +25,10 @@ const char *const metrics_states[METRICS_NSTATES] = {
 	"pending", "claimed", "done", "dead", "skipped"
 };
 
+const char *const metrics_reconcile[METRICS_NRECONCILE] = {
+	"settled", "reposted", "duplicate"
+};
+
 void
 metrics_init(struct metrics *m)
 {
@@ -33,6 +37,7 @@ metrics_init(struct metrics *m)
 	memset(m, 0, sizeof *m);
 	for (i = 0; i < METRICS_NSTATES; i++)
 		m->inbox[i] = -1;
+	m->outbox_ambiguous = -1;
 }
 
 void
@@ -127,6 +132,21 @@ metrics_render(const struct metrics *m, struct evbuffer *out, int db_up,
 		if (m->inbox[i] >= 0)
 			evbuffer_add_printf(out, "modegate_inbox_rows{state=\"%s\"}"
 			    " %lld\n", metrics_states[i], (long long)m->inbox[i]);
+	if (m->outbox_ambiguous >= 0) {
+		metrics_one(out, "modegate_outbox_ambiguous", "gauge",
+		    "Messages whose send lease expired with no recorded answer, "
+		    "waiting for a status webhook naming them (refreshed every "
+		    "few seconds).", (unsigned long long)m->outbox_ambiguous);
+		evbuffer_add_printf(out, "# HELP modegate_send_reconcile_total "
+		    "Ambiguous sends settled by a status, posted again after "
+		    "silence, and duplicates Meta reported (whole database, "
+		    "refreshed every few seconds).\n"
+		    "# TYPE modegate_send_reconcile_total counter\n");
+		for (i = 0; i < METRICS_NRECONCILE; i++)
+			evbuffer_add_printf(out, "modegate_send_reconcile_total"
+			    "{outcome=\"%s\"} %lld\n", metrics_reconcile[i],
+			    (long long)m->reconcile[i]);
+	}
 	metrics_one(out, "modegate_db_up", "gauge", "1 when at least one "
 	    "webhook (ingest) database connection is up.", db_up > 0);
 	metrics_one(out, "modegate_ready", "gauge", "1 when /readyz answers "

@@ -12,6 +12,7 @@ struct evbuffer;
 #define METRICS_NCODES		10	/* see metrics.c */
 #define METRICS_NBUCKETS	12
 #define METRICS_NSTATES		5	/* inbox states */
+#define METRICS_NRECONCILE	3	/* settled, reposted, duplicate */
 
 /* The routes of the request duration histogram (label route). */
 enum metrics_route {
@@ -29,7 +30,13 @@ struct metrics {
 	uint64_t	batch_rows;
 	uint64_t	batch_failures;
 	int64_t		inbox[METRICS_NSTATES];		/* -1: not known yet */
+	int64_t		outbox_ambiguous;		/* -1: not known yet */
+	int64_t		reconcile[METRICS_NRECONCILE];	/* SQL counters */
 };
+
+/* The outcomes of send_reconcile_counts, in the order of
+ * metrics.reconcile. */
+extern const char *const metrics_reconcile[METRICS_NRECONCILE];
 
 /* The inbox states, in the order of metrics.inbox. */
 extern const char *const metrics_states[METRICS_NSTATES];

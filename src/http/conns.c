@@ -10,6 +10,15 @@
  * notices. Either way we drop ours and the socket closes.
  * (A bufferevent filter would give a free callback, but 2.1's filter
  * stalls evhttp's output and drops unsent bytes on close.)
+ *
+ * Slow clients must not starve Meta (Apache mod_reqtimeout's MinRate,
+ * nginx's timeouts). Once a request's first byte arrived, it must keep
+ * arriving at MODEGATE_HTTP_MIN_RATE bytes per second after a grace
+ * second, or the connection is shut (the sweep checks every 100 ms). And
+ * at MODEGATE_MAX_CONNECTIONS a new connection evicts the slowest
+ * incomplete request (idle ones first, never one being answered, never
+ * one younger than half a second) rather than wait in the kernel's
+ * queue; only when nothing is evictable does the listener pause.
  * SPDX-License-Identifier: MIT
  */
 #include <sys/queue.h>
@@ -37,6 +46,8 @@
 #define HTTPCONN_SWEEP_MS	100	/* how soon a closed one is noticed */
 #define HTTPCONN_LOG_EVERY_S	10	/* "at the cap" at most this often */
 #define HTTPCONN_FD_SPARE	64	/* database, curl, logs, listener */
+#define HTTPCONN_GRACE_S	1.0	/* before the minimum rate applies */
+#define HTTPCONN_YOUNG_S	0.5	/* never evicted younger than this */
 
 struct httpconn {
 	struct httpconns	*owner;
@@ -45,6 +56,11 @@ struct httpconn {
 	int			 watched;	/* closecb set on its evcon */
 	int			 routed;	/* a route saw the request being
 						 * answered */
+	int			 busy;		/* a whole request, being answered */
+	int			 shut;		/* shut down by us, closing */
+	double			 t0;		/* connected, or last answered */
+	double			 tfirst;	/* first byte of this request */
+	size_t			 nread;		/* bytes of this request so far */
 	TAILQ_ENTRY(httpconn)	 entry;
 };
 
@@ -53,6 +69,8 @@ struct httpconns {
 	struct evhttp			*http;
 	struct evhttp_bound_socket	**sockp;
 	int				 max;
+	int				 min_rate;	/* bytes/s; 0: none */
+	int				 shutting;	/* shut, not yet closed */
 	struct timeval			 deadline;
 	struct event			*sweep;
 	int				 n;	/* open now */
@@ -62,6 +80,8 @@ struct httpconns {
 	uint64_t			 pauses;  /* times the cap was hit */
 	httpconns_refused_cb		 refused;
 	void				*refused_arg;
+	uint64_t			 slow;	  /* shut below the minimum rate */
+	uint64_t			 evicted; /* evicted at the cap */
 	TAILQ_HEAD(, httpconn)		 conns;
 };
 
@@ -112,10 +132,106 @@ httpconn_close(struct httpconn *hc)
 	struct httpconns	*o = hc->owner;
 
 	TAILQ_REMOVE(&o->conns, hc, entry);
+	if (hc->shut)
+		o->shutting--;
 	event_free(hc->deadline);
 	bufferevent_decref(hc->bev);
 	free(hc);
 	o->n--;
+}
+
+/* Seconds on a monotonic clock. */
+static double
+httpconn_now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Shut a connection's socket: evhttp reads end-of-file and frees it. */
+static void
+httpconn_shut(struct httpconn *hc)
+{
+	evutil_socket_t	s = bufferevent_getfd(hc->bev);
+
+	if (!hc->shut) {
+		hc->shut = 1;
+		hc->owner->shutting++;
+	}
+	if (s != -1)
+		shutdown(s, SHUT_RDWR);
+}
+
+/*
+ * The slowest incomplete request, to evict at the cap: an idle
+ * connection first (the oldest), else the lowest bytes per second since
+ * its request began. Never one being answered, never a young one (it may
+ * not have had the time to send). NULL when there is none.
+ */
+static struct httpconn *
+httpconns_pick(struct httpconns *o)
+{
+	struct httpconn	*hc, *victim = NULL;
+	double		 now = httpconn_now(), age, rate, best = 0;
+
+	TAILQ_FOREACH(hc, &o->conns, entry) {
+		if (hc->busy || hc->shut || now - hc->t0 < HTTPCONN_YOUNG_S)
+			continue;
+		age = now - (hc->nread > 0 ? hc->tfirst : hc->t0);
+		rate = hc->nread > 0 ? (double)hc->nread / (age > 0.001 ?
+		    age : 0.001) : -age;	/* idle: the oldest first */
+		if (victim == NULL || rate < best) {
+			victim = hc;
+			best = rate;
+		}
+	}
+	return victim;
+}
+
+/* Evict the slowest incomplete request; 0, or -1 when none could be. */
+static int
+httpconns_evict(struct httpconns *o)
+{
+	struct httpconn	*victim;
+
+	if ((victim = httpconns_pick(o)) == NULL)
+		return -1;
+	o->evicted++;
+	log_debug("http: at the cap: evicting a connection (%zu bytes in "
+	    "%.1f s)", victim->nread, httpconn_now() - victim->t0);
+	httpconn_shut(victim);
+	return 0;
+}
+
+/* Shut requests arriving below the minimum rate. */
+static void
+httpconns_check_rate(struct httpconns *o)
+{
+	struct httpconn	*hc;
+	double		 now = httpconn_now();
+
+	if (o->min_rate <= 0)
+		return;
+	TAILQ_FOREACH(hc, &o->conns, entry) {
+		if (hc->busy || hc->shut || hc->nread == 0)
+			continue;
+		if (now - hc->tfirst <= HTTPCONN_GRACE_S +
+		    (double)hc->nread / o->min_rate)
+			continue;
+		o->slow++;
+		log_debug("http: connection shut: %zu bytes in %.1f s, below "
+		    "%d bytes/s", hc->nread, now - hc->tfirst, o->min_rate);
+		httpconn_shut(hc);
+	}
+}
+
+/* Open connections that count against the cap (not being shut). */
+static int
+httpconns_live(const struct httpconns *o)
+{
+	return o->n - o->shutting;
 }
 
 /* True once evhttp has freed its side (bufferevent_free clears these). */
@@ -151,7 +267,10 @@ httpconns_sweep(evutil_socket_t fd, short what, void *arg)
 	struct timeval		 tv = { 0, HTTPCONN_SWEEP_MS * 1000 };
 
 	httpconns_reap(o);
-	if (o->paused && o->n < o->max)
+	httpconns_check_rate(o);
+	/* Accept again when there is room, or something to evict for it. */
+	if (o->paused && (httpconns_live(o) < o->max ||
+	    httpconns_pick(o) != NULL))
 		httpconns_resume(o);
 	if (o->n > 0)
 		evtimer_add(o->sweep, &tv);
@@ -165,15 +284,13 @@ static void
 httpconn_expire(evutil_socket_t fd, short what, void *arg)
 {
 	struct httpconn	*hc = arg;
-	evutil_socket_t	 s = bufferevent_getfd(hc->bev);
 
-	if (httpconn_released(hc))
+	if (httpconn_released(hc) || hc->shut)
 		return;
 	hc->owner->expired++;
 	log_debug("http: connection shut: no whole request in %ld s",
 	    (long)hc->owner->deadline.tv_sec);
-	if (s != -1)
-		shutdown(s, SHUT_RDWR);
+	httpconn_shut(hc);
 }
 
 /*
@@ -188,7 +305,7 @@ httpconn_closecb(struct evhttp_connection *evcon, void *arg)
 	struct httpconns	*o = hc->owner;
 
 	httpconn_close(hc);
-	if (o->paused && o->n < o->max)
+	if (o->paused && httpconns_live(o) < o->max)
 		httpconns_resume(o);
 }
 
@@ -236,6 +353,9 @@ httpconn_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	if (info->n_added == 0)
 		return;
 	evtimer_add(hc->deadline, &o->deadline);
+	hc->busy = 0;
+	hc->nread = 0;
+	hc->t0 = httpconn_now();
 	if (info->orig_size != 0)
 		return;		/* the rest of an answer begun */
 	if (evbuffer_copyout(buf, head, 12) != 12)
@@ -254,6 +374,20 @@ httpconn_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	}
 }
 
+/* Bytes of a request arrived: the rate is measured from the first. */
+static void
+httpconn_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct httpconn	*hc = arg;
+
+	if (info->n_added == 0 || hc->busy)
+		return;
+	if (hc->nread == 0)
+		hc->tfirst = httpconn_now();
+	hc->nread += info->n_added;
+}
+
 /* evhttp accepted a connection: its bufferevent, counted. */
 static struct bufferevent *
 httpconns_bevcb(struct event_base *base, void *arg)
@@ -269,7 +403,8 @@ httpconns_bevcb(struct event_base *base, void *arg)
 	hc->deadline = evtimer_new(base, httpconn_expire, hc);
 	if (hc->bev == NULL || hc->deadline == NULL ||
 	    evbuffer_add_cb(bufferevent_get_output(hc->bev), httpconn_output,
-	    hc) == NULL) {
+	    hc) == NULL || evbuffer_add_cb(bufferevent_get_input(hc->bev),
+	    httpconn_input, hc) == NULL) {
 		if (hc->bev != NULL)
 			bufferevent_free(hc->bev);
 		if (hc->deadline != NULL)
@@ -277,15 +412,21 @@ httpconns_bevcb(struct event_base *base, void *arg)
 		free(hc);
 		return NULL;
 	}
+	hc->t0 = httpconn_now();
 	/* Before hc joins: evhttp has not set its callbacks yet. */
-	if (o->n + 1 >= o->max)
+	if (httpconns_live(o) + 1 >= o->max)
 		httpconns_reap(o);	/* some may be gone already */
+	/* At the cap: this one takes the place of the slowest. */
+	if (httpconns_live(o) >= o->max)
+		(void)httpconns_evict(o);
 	bufferevent_incref(hc->bev);
 	TAILQ_INSERT_TAIL(&o->conns, hc, entry);
 	evtimer_add(hc->deadline, &o->deadline);
 	if (o->n++ == 0)
 		evtimer_add(o->sweep, &tv);
-	if (o->n >= o->max)
+	/* At the cap with nothing the next one could evict: stop accepting
+	 * (the sweep resumes once something is). */
+	if (httpconns_live(o) >= o->max && httpconns_pick(o) == NULL)
 		httpconns_pause(o);
 	return hc->bev;
 }
@@ -307,7 +448,7 @@ httpconns_check_nofile(int max)
 struct httpconns *
 httpconns_new(struct event_base *base, struct evhttp *http,
     struct evhttp_bound_socket **sockp, int max, int deadline_s,
-    httpconns_refused_cb refused, void *arg)
+    int min_rate, httpconns_refused_cb refused, void *arg)
 {
 	struct httpconns	*o;
 
@@ -321,6 +462,7 @@ httpconns_new(struct event_base *base, struct evhttp *http,
 	o->http = http;
 	o->sockp = sockp;
 	o->max = max;
+	o->min_rate = min_rate;
 	o->deadline.tv_sec = deadline_s;
 	o->refused = refused;
 	o->refused_arg = arg;
@@ -345,6 +487,7 @@ httpconns_request(struct httpconns *o, struct evhttp_request *req)
 		if (hc->bev == bev) {
 			evtimer_del(hc->deadline);
 			hc->routed = 1;
+			hc->busy = 1;
 			if (!hc->watched)
 				evhttp_connection_set_closecb(evcon,
 				    httpconn_closecb, hc);
@@ -376,8 +519,17 @@ httpconns_metrics(const struct httpconns *o, struct evbuffer *out)
 	    "# HELP modegate_http_cap_reached_total Times "
 	    "MODEGATE_MAX_CONNECTIONS was reached (accepting paused).\n"
 	    "# TYPE modegate_http_cap_reached_total counter\n"
-	    "modegate_http_cap_reached_total %llu\n", o->n,
-	    (unsigned long long)o->expired, (unsigned long long)o->pauses);
+	    "modegate_http_cap_reached_total %llu\n"
+	    "# HELP modegate_http_slow_closed_total Connections shut when "
+	    "a request arrived below MODEGATE_HTTP_MIN_RATE.\n"
+	    "# TYPE modegate_http_slow_closed_total counter\n"
+	    "modegate_http_slow_closed_total %llu\n"
+	    "# HELP modegate_http_evicted_total Incomplete requests evicted "
+	    "at MODEGATE_MAX_CONNECTIONS to make room for a new connection.\n"
+	    "# TYPE modegate_http_evicted_total counter\n"
+	    "modegate_http_evicted_total %llu\n", o->n,
+	    (unsigned long long)o->expired, (unsigned long long)o->pauses,
+	    (unsigned long long)o->slow, (unsigned long long)o->evicted);
 }
 
 void

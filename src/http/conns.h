@@ -18,10 +18,13 @@ struct event_base;
 struct httpconns;
 
 /*
- * Count http's connections: at most max open (beyond it the listener
- * stops accepting and new connections wait in the kernel's queue until
- * one closes), each closed when a request is not complete deadline_s
- * seconds after the connection opened or after its previous answer.
+ * Count http's connections: at most max open (at the cap a new one
+ * evicts the slowest incomplete request; when none can be evicted the
+ * listener stops accepting and new connections wait in the kernel's
+ * queue until one closes), each closed when a request is not complete
+ * deadline_s seconds after the connection opened or after its previous
+ * answer, or when a begun request arrives slower than min_rate bytes per
+ * second after a grace second (0: no minimum).
  * Borrows base and http; *sockp is read whenever the listener is
  * needed (NULL: not listening). Returns NULL on failure.
  */
@@ -31,7 +34,8 @@ typedef void	(*httpconns_refused_cb)(int code, const char *peer,
 
 struct httpconns *httpconns_new(struct event_base *, struct evhttp *,
 		    struct evhttp_bound_socket **sockp, int max,
-		    int deadline_s, httpconns_refused_cb refused, void *arg);
+		    int deadline_s, int min_rate, httpconns_refused_cb refused,
+		    void *arg);
 
 /* req was read whole: no deadline while it is being answered. */
 void		httpconns_request(struct httpconns *,

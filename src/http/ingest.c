@@ -30,10 +30,10 @@ const char ingest_sql[] =
     "    wa text, u text, n text, t text, ts bigint, raw jsonb)\n"
     "  ON CONFLICT (wamid) DO NOTHING RETURNING 1),\n"
     "s AS (INSERT INTO message_statuses (wamid, status, wa_timestamp,\n"
-    "    recipient, error_code, raw)\n"
-    "  SELECT r.w, r.st, to_timestamp(r.ts), r.rc, r.ec, r.raw\n"
+    "    recipient, error_code, callback_data, raw)\n"
+    "  SELECT r.w, r.st, to_timestamp(r.ts), r.rc, r.ec, r.cb, r.raw\n"
     "  FROM b, jsonb_to_recordset(b.v->'s') AS r(w text, st text,\n"
-    "    ts bigint, rc text, ec int, raw jsonb)\n"
+    "    ts bigint, rc text, ec int, cb text, raw jsonb)\n"
     "  ON CONFLICT (wamid, status) DO NOTHING RETURNING 1),\n"
     "e AS (INSERT INTO webhook_events (field, raw)\n"
     "  SELECT r.f, r.raw FROM b, jsonb_to_recordset(b.v->'e')\n"
@@ -239,6 +239,10 @@ ingest_item_payload(struct ingest_item *it, const struct wa_payload *p)
 		ingest_str(b, p->stats[i].status);
 		evbuffer_add(b, ",\"rc\":", 6);
 		ingest_str(b, p->stats[i].recipient);
+		if (p->stats[i].callback != NULL) {
+			evbuffer_add(b, ",\"cb\":", 6);
+			ingest_str(b, p->stats[i].callback);
+		}
 		ingest_ts(b, (long long)p->stats[i].timestamp);
 		if (p->stats[i].has_error)
 			evbuffer_add_printf(b, ",\"ec\":%d", p->stats[i].error_code);

@@ -32,8 +32,8 @@
 #define STATUS_INTERVAL_S	5
 
 /* One pass over inbox: rows by state and the oldest pending one's age;
- * the oldest unsent outbox row's age; the conversation_mode_enabled flag;
- * for /metrics. */
+ * the oldest unsent outbox row's age; the conversation_mode_enabled flag,
+ * the ambiguous sends and the reconcile counters; for /metrics. */
 static const char status_sql[] =
     "WITH s AS (SELECT state, count(*) AS n, min(received_at) AS oldest "
     "FROM inbox GROUP BY state) "
@@ -45,7 +45,10 @@ static const char status_sql[] =
     "now() - min(created_at)) * 1000)::bigint, 0) FROM outbox "
     "WHERE state IN ('pending', 'sending') "
     "UNION ALL SELECT 'flag:' || value, percent FROM feature_flags "
-    "WHERE name = 'conversation_mode_enabled'";
+    "WHERE name = 'conversation_mode_enabled' "
+    "UNION ALL SELECT 'outbox_ambiguous', count(*) FROM outbox "
+    "WHERE state = 'sending' AND lease_until < now() AND kind <> 'read' "
+    "UNION ALL SELECT 'reconcile:' || outcome, n FROM send_reconcile_counts";
 
 typedef void (*route_fn)(struct server *, struct evhttp_request *, double);
 
@@ -229,7 +232,15 @@ http_status_done(PGresult *res, const char *err, void *arg)
 			oldest = atoll(PQgetvalue(res, i, 1));
 		else if (strcmp(k, "oldest_unsent_ms") == 0)
 			unsent = atoll(PQgetvalue(res, i, 1));
-		else if (strncmp(k, "flag:", 5) == 0) {
+		else if (strcmp(k, "outbox_ambiguous") == 0)
+			s->metrics.outbox_ambiguous = atoll(PQgetvalue(res, i,
+			    1));
+		else if (strncmp(k, "reconcile:", 10) == 0) {
+			for (j = 0; j < METRICS_NRECONCILE; j++)
+				if (strcmp(k + 10, metrics_reconcile[j]) == 0)
+					s->metrics.reconcile[j] = atoll(
+					    PQgetvalue(res, i, 1));
+		} else if (strncmp(k, "flag:", 5) == 0) {
 			flag = k + 5;
 			percent = atoi(PQgetvalue(res, i, 1));
 		}
@@ -321,8 +332,8 @@ http_start(struct server *s)
 	evhttp_set_timeout(s->http, s->cfg->http_timeout_s);
 	evhttp_set_max_headers_size(s->http, s->cfg->max_header_bytes);
 	if ((s->conns = httpconns_new(s->base, s->http, &s->sock,
-	    s->cfg->max_connections, s->cfg->http_timeout_s, http_refused,
-	    s)) == NULL)
+	    s->cfg->max_connections, s->cfg->http_timeout_s,
+	    s->cfg->http_min_rate, http_refused, s)) == NULL)
 		return -1;
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |

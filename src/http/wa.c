@@ -282,6 +282,7 @@ wa_add_status(struct wa_payload *p, struct json_object *s, char *err,
 	w->status = wa_str(s, "status");
 	w->recipient = wa_str(s, "recipient_id") ? wa_str(s, "recipient_id") :
 	    wa_str(s, "recipient_user_id");
+	w->callback = wa_str(s, "biz_opaque_callback_data");
 	w->timestamp = wa_time(s, "timestamp");
 	errs = wa_get(s, "errors", json_type_array);
 	e0 = errs && json_object_array_length(errs) > 0 ?

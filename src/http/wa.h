@@ -52,6 +52,7 @@ struct wa_status {
 	const char	*wamid;
 	const char	*status;
 	const char	*recipient;	/* recipient_id or recipient_user_id */
+	const char	*callback;	/* biz_opaque_callback_data, or NULL */
 	int64_t		 timestamp;	/* -1 when absent */
 	int		 has_error;
 	int		 error_code;	/* errors[0].code when has_error */

@@ -10,13 +10,17 @@
  * Exactly-once boundary. Everything up to the outbox row is committed
  * once, with the turn. A row is then leased ('sending') for
  * MODEGATE_SEND_LEASE_S while it is posted; the HTTP timeout is shorter
- * than the lease. If the process dies after the Graph API accepted the
- * message and before mg_outbox_result commits, the row's lease expires
- * and the row is posted again: the window is one HTTP round trip plus one
- * short transaction, and it is at-least-once inside it (never lost). The
- * sender narrows it by posting a row as soon as it is leased, recording
- * the answer at once, and retrying the record (not the post) while the
- * lease lasts when the database blips.
+ * than the lease. Every message carries biz_opaque_callback_data naming
+ * its row (sql/functions/40_outbox.sql), which Meta echoes in the
+ * status webhooks of that message. If the process dies after the Graph
+ * API accepted the message and before mg_outbox_result commits, the
+ * row's lease expires with no answer recorded: it is ambiguous. The
+ * claim leaves it alone for MODEGATE_SEND_RECONCILE_S more seconds; a
+ * status naming it settles it (ingest, mg_settle_outbox) and it is never
+ * posted again. Only silence leads to a second post (audited "repost",
+ * counted). The sender narrows the window by posting a row as soon as
+ * it is leased, recording the answer at once, and retrying the record
+ * (not the post) while the lease lasts when the database blips.
  *
  * Stop errors (190 token, 368 blocked account, HTTP 401) fail their row
  * and pause the sender until restart: a new token or an unblocked account
@@ -32,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <json-c/json.h>
@@ -48,7 +53,7 @@
 #define SENDER_NCOUNTS		64
 
 static const char claim_sql[] =
-    "SELECT mg_claim_outbox($1, $2::int, $3::int)";
+    "SELECT mg_claim_outbox($1, $2::int, $3::int, $4::int)";
 static const char result_sql[] =
     "SELECT mg_outbox_result($1::bigint, $2::jsonb)";
 static const char template_sql[] =
@@ -91,7 +96,7 @@ struct sender {
 	char			 worker[96];
 	char			*tpl_name, *tpl_lang;
 	int			 tpl_done, tpl_busy;
-	int			 dry_run, concurrency, lease_s;
+	int			 dry_run, concurrency, lease_s, reconcile_s;
 	long			 retry_base_ms;
 	int			 claiming, again, draining, db_err;
 	int			 paused;
@@ -306,6 +311,24 @@ sender_finish(struct sender_row *row, const char *json)
 	sender_record(row);
 }
 
+/* True when a failed post may still have been accepted: the request went
+ * out but no answer came back (timeout, connection cut while waiting). */
+static int
+sender_maybe_sent(const struct graph_result *r, const char *kind)
+{
+	if (r->http_status != 0 || strcmp(kind, "read") == 0)
+		return 0;
+	switch (r->curl_code) {
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_PARTIAL_FILE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* The Graph API answered a post. */
 static void
 sender_posted(const struct graph_result *r, void *arg)
@@ -325,6 +348,13 @@ sender_posted(const struct graph_result *r, void *arg)
 	}
 	if (rr.cls == GRAPH_STOP)
 		sender_pause(s, &rr);
+	if (rr.cls == GRAPH_RETRY && sender_maybe_sent(&rr, row->kind) &&
+	    s->reconcile_s > 0) {
+		/* The request may have reached Meta: give its status webhook
+		 * the reconcile window before posting it again. */
+		rr.retry_after_s = s->reconcile_s;
+		rr.cls = GRAPH_BACKOFF;
+	}
 	sender_result_json(&rr, row->attempts, s->retry_base_ms, buf,
 	    sizeof buf);
 	sender_count(s, rr.cls == GRAPH_OK ? "sent" :
@@ -384,6 +414,12 @@ sender_row_new(struct sender *s, json_object *o)
 	snprintf(row->kind, sizeof row->kind, "%s", sender_str(o, "kind"));
 	if (json_object_object_get_ex(o, "attempts", &v))
 		row->attempts = json_object_get_int(v);
+	if (json_object_object_get_ex(o, "reposted", &v) &&
+	    json_object_get_boolean(v)) {
+		log_info("sender: outbox %s: no status named it within %d s "
+		    "of its lease; posting it again", row->id, s->reconcile_s);
+		sender_count(s, "reposted", 0);
+	}
 	row->pnid = strdup(sender_str(o, "phone_number_id"));
 	if (json_object_object_get_ex(o, "payload", &v))
 		row->payload = strdup(json_object_to_json_string_ext(v,
@@ -497,8 +533,8 @@ sender_template_done(PGresult *res, const char *err, void *arg)
 static void
 sender_poll(struct sender *s)
 {
-	char		 lease[16], lim[16];
-	const char	*p[3] = { s->worker, lease, lim };
+	char		 lease[16], lim[16], rec[16];
+	const char	*p[4] = { s->worker, lease, lim, rec };
 
 	if (!s->tpl_done) {
 		p[0] = s->tpl_name;
@@ -521,7 +557,8 @@ sender_poll(struct sender *s)
 		return;
 	snprintf(lease, sizeof lease, "%d", s->lease_s);
 	snprintf(lim, sizeof lim, "%zu", (size_t)s->concurrency - s->inflight);
-	if (dbq_query(s->db, claim_sql, 3, p, sender_claimed, s) == 0)
+	snprintf(rec, sizeof rec, "%d", s->reconcile_s);
+	if (dbq_query(s->db, claim_sql, 4, p, sender_claimed, s) == 0)
 		s->claiming = 1;
 }
 
@@ -606,6 +643,8 @@ sender_new(struct event_base *base, const struct config *cfg)
 	s->concurrency = cfg->send_concurrency > 0 ? cfg->send_concurrency :
 	    32;
 	s->lease_s = cfg->send_lease_s >= 2 ? cfg->send_lease_s : 30;
+	s->reconcile_s = cfg->send_reconcile_s >= 0 ? cfg->send_reconcile_s :
+	    30;
 	s->retry_base_ms = cfg->send_retry_base_ms > 0 ?
 	    cfg->send_retry_base_ms : 2000;
 	if (gethostname(host, sizeof host) == -1)

@@ -127,6 +127,24 @@ ingest() {
 		"$(field "$line" p99_ms)" "$(($(field "$line" non200) + $(field "$line" errors)))")"
 	kill "$mgpid"; wait "$mgpid" 2>/dev/null || true
 
+	# 1b. the same with the worker answering, as in service: a fresh
+	# database, the offline LLM, dry-run sending (each turn claims,
+	# commits and records its reply while wrk posts).
+	psql -qX -d postgres -c "CREATE DATABASE benchw" >/dev/null
+	python3 "$kit/gen_payloads.py" -n "$n" -s "$secret" -o "$tmp/mgw.tsv" \
+		--tag-file "$tmp/mgw.tag" 2>/dev/null
+	DATABASE_URL=${DATABASE_URL%/*}/benchw "$bin" migrate >/dev/null
+	DATABASE_URL=${DATABASE_URL%/*}/benchw MODEGATE_COALESCE_MS=0 \
+		"$bin" serve 2>"$tmp/servew.log" &
+	mgpid=$!
+	pids="$pids $mgpid"
+	wait_http "$port"
+	run_wrk modegate-worker "$port" "$tmp/mgw.tsv"
+	done_n=$(psql -qtAX -d benchw -c "SELECT count(*) FROM inbox WHERE state <> 'pending'")
+	kill "$mgpid"; wait "$mgpid" 2>/dev/null || true
+	mgw=$(field "$(cat "$out/modegate-worker.line")" rps)
+	say "$(python3 -c "print('ingest with worker: %d req/s (%.0f%% of ingest alone; %s messages taken by the worker meanwhile)' % ($mgw, 100*$mgw/$(field "$(cat "$out/modegate.line")" rps), '$done_n'))")"
+
 	# 2. the CPU ceiling: libevent + HMAC + json-c, no database
 	cc -O2 -DWITH_VERIFY "$kit/evhttp_ok.c" -o "$out/evhttp_verify" \
 		$(pkg-config --cflags --libs libevent json-c libcrypto) -pthread

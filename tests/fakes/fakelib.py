@@ -64,6 +64,7 @@ class Handler(BaseHTTPRequestHandler):
     state = None        # set by serve()
     answer = None       # fn(handler, req, step) -> (status, headers, bytes)
     default_delay = 0   # --delay
+    extra_control = None    # fn(handler, method) -> True when handled
 
     def log_message(self, fmt, *args):
         pass
@@ -87,6 +88,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def control(self, method):
         st = self.state
+        if self.extra_control and self.extra_control(self, method):
+            return None
         if self.path == "/__requests" and method == "GET":
             with st.lock:
                 return self.send_json(200, st.requests)
@@ -191,7 +194,7 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_any("DELETE")
 
 
-def serve(answer, description):
+def serve(answer, description, control=None):
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--host", default="127.0.0.1")
@@ -213,6 +216,8 @@ def serve(answer, description):
     Handler.state = st      # answer functions may read st.config
     handler = type("H", (Handler,), {"state": st,
                                      "answer": staticmethod(answer),
+                                     "extra_control": staticmethod(control)
+                                     if control else None,
                                      "default_delay": args.delay})
     ThreadingHTTPServer.request_queue_size = 1024
     srv = ThreadingHTTPServer((args.host, args.port), handler)

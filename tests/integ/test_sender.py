@@ -41,6 +41,16 @@ class FakeGraph:
         return [r for r in self._call("GET", "/__requests")
                 if r["path"].endswith("/messages")]
 
+    def statuses(self, h, delay=0.0, loss=0.0, order="in"):
+        """Post signed status webhooks back to h, as Meta does."""
+        self._call("POST", "/__config", {"statuses": {
+            "url": "http://127.0.0.1:%d/webhook" % h.port,
+            "secret": h.secret, "delay": delay, "loss": loss,
+            "order": order}})
+
+    def status_log(self):
+        return self._call("GET", "/__statuses")
+
     def close(self):
         self.proc.kill()
         self.proc.wait()
@@ -134,8 +144,9 @@ def test_text_posted_with_exact_shape_and_wamid_stored(h, g):
     eq(r["body"], {"messaging_product": "whatsapp",
                    "recipient_type": "individual", "to": "+5511988887777",
                    "type": "text", "text": {"preview_url": False,
-                                            "body": "Oi, doutora! Tudo bem?"}},
-       "body")
+                                            "body": "Oi, doutora! Tudo bem?"},
+                   "biz_opaque_callback_data": "modegate:outbox:%s" % oid},
+       "body, naming its outbox row for the status webhooks")
     wamid = h.sql1("SELECT wamid FROM outbox WHERE id = %s" % oid)
     assert wamid.startswith("wamid.FAKE"), wamid
     eq(h.sql1("SELECT count(*) FROM audit_log WHERE step = 'send' AND "
@@ -178,8 +189,10 @@ def test_131047_queues_the_configured_template(h, g):
         "to": "+5511988887777", "type": "template",
         "template": {"name": "retomar_contato",
                      "language": {"code": "pt_BR",
-                                  "policy": "deterministic"}}},
-       "template body")
+                                  "policy": "deterministic"}},
+        "biz_opaque_callback_data": "modegate:outbox:%s" % h.sql1(
+            "SELECT id FROM outbox WHERE kind = 'template'")},
+       "template body, naming its own outbox row")
     eq(h.sql1("SELECT decision FROM audit_log WHERE step = 'send' AND "
               "reason = 'window_closed'"), "template", "audited")
     assert ('modegate_sends_total{outcome="window_closed",code="131047"} 1'
@@ -345,23 +358,142 @@ def test_async_failed_131047_takes_the_template_path(h, g):
        "template posted")
 
 
-@with_graph
-def test_crash_mid_post_resends_after_the_lease(h, g):
-    # The Graph API accepts the post but the process dies before the
-    # answer is recorded: the documented exactly-once window. After
-    # restart the row is posted again once its lease (3 s) expires.
-    serve(h, g, MODEGATE_SEND_LEASE_S="3")
-    g.script({"delay": 2})
-    oid = text(h, conv(h, "5511988887777"), "Oi")
+def reconcile_counts(h):
+    return dict(h.sql("SELECT outcome, n FROM send_reconcile_counts"))
+
+
+def kill_mid_post(h, g, oid):
+    """The Graph API holds the post 2 s; the process dies meanwhile."""
     h.wait_until(lambda: len(g.requests()) == 1, 5, "first post")
     h.stop(sig=signal.SIGKILL)
     eq(state(h, oid), "sending", "leased when the process died")
+
+
+@with_graph
+def test_crash_mid_post_settled_by_its_status_is_not_posted_again(h, g):
+    # The Graph API accepts the post but the process dies before the
+    # answer is recorded. The row's lease (3 s) expires with no answer:
+    # ambiguous, visible in SQL and /metrics. Meta's status webhook
+    # (posted 4 s after the answer, retried while the process is down)
+    # names the row in biz_opaque_callback_data: it settles the row with
+    # Meta's wamid, and the message is never posted again.
+    serve(h, g, MODEGATE_SEND_LEASE_S="3", MODEGATE_SEND_RECONCILE_S="30")
+    g.statuses(h, delay=4)
+    g.script({"delay": 2})
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    kill_mid_post(h, g, oid)
+    h.start()
+    h.wait_until(lambda: h.sql1("SELECT count(*) FROM outbox_ambiguous "
+                                "WHERE id = %s" % oid) == "1", 10,
+                 "ambiguous once the lease expired")
+    h.wait_until(lambda: "modegate_outbox_ambiguous 1\n" in metrics(h), 10,
+                 "ambiguous in /metrics")
+    wait_state(h, oid, "sent", timeout=15)
+    sent = [s for s in g.status_log() if s["status"] == "sent"]
+    eq(h.sql1("SELECT wamid FROM outbox WHERE id = %s" % oid),
+       sent[0]["wamid"], "settled with Meta's wamid")
+    eq(h.sql("SELECT decision, reason, details->>'lease_expired' FROM "
+             "audit_log WHERE step = 'send'"), [("sent", "status", "true")],
+       "audited once, settled by the status")
+    eq(reconcile_counts(h), {"settled": "1", "reposted": "0",
+                             "duplicate": "0"}, "counted")
+    h.wait_until(lambda: 'modegate_send_reconcile_total{outcome="settled"} '
+                 '1\n' in metrics(h), 10, "settled in /metrics")
+    time.sleep(2)       # a claim would have re-posted it by now at 0 s
+    eq(len(g.requests()), 1, "posted once")
+    h.wait_until(lambda: h.sql1("SELECT delivery_status FROM outbox WHERE "
+                                "id = %s" % oid) == "read", 10,
+                 "later statuses still move it forward")
+
+
+@with_graph
+def test_crash_mid_post_with_no_status_is_posted_again_after_the_wait(h, g):
+    # No status webhook ever names the row: after its lease (3 s) and
+    # MODEGATE_SEND_RECONCILE_S (2 s) of silence it is posted again, with
+    # the same body, audited and counted as a repost.
+    serve(h, g, MODEGATE_SEND_LEASE_S="3", MODEGATE_SEND_RECONCILE_S="2")
+    g.script({"delay": 2})
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    kill_mid_post(h, g, oid)
+    h.start()
+    wait_state(h, oid, "sent", timeout=20)
+    reqs = g.requests()
+    eq(len(reqs), 2, "posted twice: only silence leads to a second post")
+    eq(reqs[0]["body"], reqs[1]["body"], "the same body")
+    assert reqs[1]["t"] - reqs[0]["t"] >= 5, "not before lease + wait"
+    eq(h.sql1("SELECT count(*) FROM outbox"), "1", "one row")
+    eq(h.sql("SELECT decision, reason FROM audit_log WHERE step = 'send' "
+             "ORDER BY id"), [("repost", "no_status"), ("sent", "sent")],
+       "the repost audited")
+    eq(h.sql1("SELECT reposts FROM outbox WHERE id = %s" % oid), "1",
+       "outbox.reposts")
+    eq(reconcile_counts(h)["reposted"], "1", "counted")
+    m = metrics(h)
+    assert 'modegate_sends_total{outcome="reposted"} 1\n' in m, m
+
+
+@with_graph
+def test_status_of_a_second_post_is_a_counted_duplicate(h, g):
+    # With MODEGATE_SEND_RECONCILE_S=0 (the old behaviour) the row is
+    # posted again as soon as its lease expires; the first post's late
+    # status then names a row recorded with another wamid: a duplicate
+    # that reached WhatsApp, recorded and counted.
+    serve(h, g, MODEGATE_SEND_LEASE_S="3", MODEGATE_SEND_RECONCILE_S="0")
+    g.statuses(h, delay=5)
+    g.script({"delay": 2})
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    kill_mid_post(h, g, oid)
     h.start()
     wait_state(h, oid, "sent", timeout=15)
-    reqs = g.requests()
-    eq(len(reqs), 2, "posted twice: at-least-once inside the window")
-    eq(reqs[0]["body"], reqs[1]["body"], "the same body")
-    eq(h.sql1("SELECT count(*) FROM outbox"), "1", "one row")
+    h.wait_until(lambda: reconcile_counts(h)["duplicate"] == "1", 15,
+                 "duplicate counted")
+    first = [s for s in g.status_log() if s["status"] == "sent"][0]
+    eq(h.sql("SELECT wamid, outbox_id::text FROM outbox_duplicates"),
+       [(first["wamid"], str(oid))], "the first post's wamid")
+    eq(h.sql1("SELECT count(*) FROM audit_log WHERE decision = "
+              "'duplicate'"), "1", "audited once for its three statuses")
+
+
+@with_graph
+def test_post_with_no_answer_waits_for_its_status(h, g):
+    # The Graph API takes the post but answers after the client's timeout
+    # (2 s with a 3 s lease): the message may have gone out, so it is not
+    # posted again after the usual retry delay but after
+    # MODEGATE_SEND_RECONCILE_S; its status webhook comes first and
+    # settles it.
+    serve(h, g, MODEGATE_SEND_LEASE_S="3", MODEGATE_SEND_RECONCILE_S="10")
+    g.statuses(h, delay=0.5)
+    g.script({"delay": 3})
+    oid = text(h, conv(h, "5511988887777"), "Oi")
+    wait_state(h, oid, "sent", timeout=10)
+    time.sleep(1)
+    eq(len(g.requests()), 1, "posted once")
+    eq(h.sql1("SELECT reason FROM audit_log WHERE step = 'send' AND "
+              "decision = 'sent'"), "status", "settled by its status")
+
+
+@with_graph
+def test_status_webhooks_settle_rows_in_any_order(h, g):
+    # Statuses arrive in reverse (read first), with no delay: often
+    # before the sender recorded the answer. Every row ends sent with its
+    # own wamid, status read, one audit row each, nothing counted.
+    serve(h, g)
+    g.statuses(h, delay=0, order="reverse")
+    cid = conv(h, "5511988887777")
+    oids = [text(h, cid, "Mensagem %d" % i) for i in range(5)]
+    for oid in oids:
+        wait_state(h, oid, "sent")
+    h.wait_until(lambda: h.sql1("SELECT count(*) FROM outbox WHERE "
+                                "delivery_status = 'read'") == "5", 10,
+                 "all read")
+    eq(len(g.requests()), 5, "five posts")
+    eq(h.sql1("SELECT count(DISTINCT wamid) FROM outbox"), "5", "wamids")
+    eq(h.sql1("SELECT count(*) FROM audit_log WHERE step = 'send'"), "5",
+       "one send audit per row")
+    eq(reconcile_counts(h), {"settled": "0", "reposted": "0",
+                             "duplicate": "0"}, "nothing to reconcile")
+    eq(h.sql1("SELECT count(*) FROM message_statuses WHERE callback_data "
+              "LIKE 'modegate:outbox:%'"), "15", "callback recorded")
 
 
 @with_graph

@@ -115,3 +115,17 @@ for w in 1 2 3 4; do
 		sed "s/^/# w$w: /" "$tmp/w$w.log"
 	fi
 done
+
+# mg_commit_turn locks the conversation FOR NO KEY UPDATE: while a commit
+# is open, another session can still insert a row referencing the
+# conversation (its foreign-key check takes FOR KEY SHARE, which FOR
+# UPDATE would block).
+psql -X -q -v ON_ERROR_STOP=1 -c "INSERT INTO conversations (phone_number_id, wa_id, lease_owner, lease_until) VALUES ('PNLK', '5511900000777', 'wlk', now() + interval '5 min')" >/dev/null
+psql -X -q -c "BEGIN" \
+    -c "SELECT mg_commit_turn('wlk', (SELECT id FROM conversations WHERE phone_number_id = 'PNLK'), '{}')" \
+    -c "SELECT pg_sleep(3)" -c "ROLLBACK" >"$tmp/lk.log" 2>&1 &
+lkpid=$!
+sleep 1
+PGOPTIONS='-c lock_timeout=1s' check "a commit in progress does not block an insert referencing its conversation" \
+    "WITH i AS (INSERT INTO doctor_memory (conversation_id, fact) SELECT id, 'lock test' FROM conversations WHERE phone_number_id = 'PNLK' RETURNING 1) SELECT count(*) = 1 FROM i"
+wait $lkpid

@@ -1,7 +1,7 @@
 -- test_outbox.sql -- the sender's steps and the delivery statuses.
 -- SPDX-License-Identifier: MIT
 BEGIN;
-SELECT plan(25);
+SELECT plan(34);
 
 INSERT INTO conversations (phone_number_id, wa_id, last_inbound_at)
 VALUES ('PN1', '5511944444441', now() - interval '1 hour'),
@@ -50,11 +50,23 @@ SELECT is(pg_temp.claim('s3'), (SELECT ARRAY[b1] FROM ids), 'retry: claimed agai
 SELECT is(mg_outbox_result((SELECT b1 FROM ids), '{"result":"retry","error_code":131000}') ->> 'state',
     'dead', 'retry: dead after max_attempts');
 
--- Crash: a 'sending' row whose lease expired is claimed again.
+-- Crash: a 'sending' row whose lease expired is ambiguous: the claim
+-- leaves it alone for the reconcile wait (modegate.send_reconcile_s, 30 s),
+-- then posts it again.
 CREATE TEMP TABLE q4 AS SELECT pg_temp.q('5511944444442', 'quatro') AS id;
 UPDATE outbox SET lease_until = now() - interval '1 s' WHERE state = 'sending';
-SELECT is(pg_temp.claim('s4'), (SELECT ARRAY[a2, q4.id] FROM ids, q4),
-    'a row left sending by a crashed sender is taken over; a dead row blocks nothing');
+SELECT is(pg_temp.claim('s4'), (SELECT ARRAY[q4.id] FROM q4),
+    'a row left sending by a crashed sender is not posted again at once; a dead row blocks nothing');
+SELECT is((SELECT array_agg(id) FROM outbox_ambiguous), (SELECT ARRAY[a2] FROM ids),
+    'it is listed in outbox_ambiguous');
+UPDATE outbox SET lease_until = now() - interval '31 s' WHERE id = (SELECT a2 FROM ids);
+SELECT is((SELECT array_agg((j ->> 'id')::text || ':' || (j ->> 'reposted') ||
+    ':' || (j #>> '{payload,biz_opaque_callback_data}')) FROM mg_claim_outbox('s4', 30, 10) j),
+    (SELECT ARRAY[a2 || ':true:modegate:outbox:' || a2] FROM ids),
+    'after 30 s of silence it is posted again, naming its row');
+SELECT is((SELECT reposts || '/' || n FROM outbox, send_reconcile_counts
+    WHERE id = (SELECT a2 FROM ids) AND outcome = 'reposted'), '1/1',
+    'the repost is counted');
 SELECT mg_outbox_result((SELECT id FROM q4), '{"result":"sent","wamid":"wamid.Q4"}');
 SELECT is(mg_outbox_result((SELECT a2 FROM ids), '{"result":"dry_run"}') ->> 'state',
     'dry_run', 'result: dry run');
@@ -122,6 +134,31 @@ CREATE TEMP TABLE s AS SELECT pg_temp.q('5511944444441', 'seis') AS id;
 SELECT pg_temp.claim('s8');
 SELECT is(mg_outbox_result((SELECT id FROM s), '{"result":"window_closed"}') ->> 'state',
     'failed', 'result: window_closed takes the template path');
+
+-- A status naming an ambiguous row (biz_opaque_callback_data) settles it.
+CREATE TEMP TABLE r AS SELECT pg_temp.q('5511944444441', 'oito') AS id;
+UPDATE outbox SET state = 'sent' WHERE state IN ('pending', 'sending')
+    AND id <> (SELECT id FROM r);
+SELECT is(pg_temp.claim('s9'), (SELECT ARRAY[id] FROM r), 'claimed');
+UPDATE outbox SET lease_until = now() - interval '5 s' WHERE id = (SELECT id FROM r);
+INSERT INTO message_statuses (wamid, status, callback_data, raw)
+SELECT 'wamid.R', 'sent', mg_callback_data(id), '{}' FROM r;
+SELECT is((SELECT state || '/' || wamid || '/' || delivery_status FROM outbox
+    WHERE id = (SELECT id FROM r)), 'sent/wamid.R/sent',
+    'a status naming an ambiguous row settles it with its wamid');
+SELECT is((SELECT n FROM send_reconcile_counts WHERE outcome = 'settled'), 1::bigint,
+    'settled counted');
+SELECT is((SELECT reason || '/' || (details ->> 'lease_expired') FROM audit_log
+    WHERE step = 'send' AND decision = 'sent' ORDER BY id DESC LIMIT 1),
+    'status/true', 'settled audited');
+SELECT is(mg_outbox_result((SELECT id FROM r), '{"result":"sent","wamid":"wamid.R"}'),
+    '{"ok":true,"state":"sent","settled":"status"}',
+    'the late answer of a settled row is accepted, nothing changes');
+INSERT INTO message_statuses (wamid, status, callback_data, raw)
+SELECT 'wamid.R2', s, mg_callback_data(id), '{}' FROM r, unnest(ARRAY['sent', 'read']) s;
+SELECT is((SELECT n FROM send_reconcile_counts WHERE outcome = 'duplicate') || '/' ||
+    (SELECT string_agg(wamid || '<' || first_wamid, ',') FROM outbox_duplicates),
+    '1/wamid.R2<wamid.R', 'a second message id for the row is one duplicate');
 
 SELECT * FROM finish();
 ROLLBACK;

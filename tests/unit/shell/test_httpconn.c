@@ -45,7 +45,7 @@ srv_gen(struct evhttp_request *req, void *arg)
 }
 
 static void
-srv_start(struct srv *s, int max, int deadline_s)
+srv_start(struct srv *s, int max, int deadline_s, int min_rate)
 {
 	struct sockaddr_in	sin;
 	socklen_t		len = sizeof sin;
@@ -57,7 +57,7 @@ srv_start(struct srv *s, int max, int deadline_s)
 	assert_non_null(s->sock = evhttp_bind_socket_with_handle(s->http,
 	    "127.0.0.1", 0));
 	assert_non_null(s->conns = httpconns_new(s->base, s->http, &s->sock,
-	    max, deadline_s, NULL, NULL));
+	    max, deadline_s, min_rate, NULL, NULL));
 	assert_int_equal(getsockname(evhttp_bound_socket_get_fd(s->sock),
 	    (struct sockaddr *)&sin, &len), 0);
 	s->port = ntohs(sin.sin_port);
@@ -125,7 +125,7 @@ test_cap_queues_then_serves(void **state)
 	char		buf[512];
 	int		a, b, c;
 
-	srv_start(&s, 2, 30);
+	srv_start(&s, 2, 30, 0);
 	a = dial(&s);
 	b = dial(&s);
 	spin(&s, 50);
@@ -158,7 +158,7 @@ test_deadline_closes_slow_client(void **state)
 	int		slow, ok, i;
 	ssize_t		n = -1;
 
-	srv_start(&s, 10, 1);
+	srv_start(&s, 10, 1, 0);
 	slow = dial(&s);
 	say(slow, "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ");
 	/* One byte every 200 ms: a per-read timeout would never fire. */
@@ -179,12 +179,70 @@ test_deadline_closes_slow_client(void **state)
 	srv_free(&s);
 }
 
+static void
+test_cap_evicts_the_idle_before_the_slow(void **state)
+{
+	struct srv	s;
+	char		buf[512];
+	int		idle, slow, c;
+
+	srv_start(&s, 2, 30, 0);
+	idle = dial(&s);
+	slow = dial(&s);
+	say(slow, "GET / HTTP/1.1\r\nHost: x\r\n");
+	spin(&s, 700);		/* both older than the protected half second */
+	c = dial(&s);		/* at the cap: evicts the idle one */
+	say(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+	spin(&s, 300);
+	assert_true(heard(c, buf, sizeof buf) > 0);
+	assert_non_null(strstr(buf, " 200 "));
+	assert_int_equal(heard(idle, buf, sizeof buf), 0);
+	assert_int_equal(heard(slow, buf, sizeof buf), -1);
+	say(slow, "\r\n");	/* the slow one finishes: still served */
+	spin(&s, 100);
+	assert_true(heard(slow, buf, sizeof buf) > 0);
+	assert_non_null(strstr(buf, " 200 "));
+	close(idle);
+	close(slow);
+	close(c);
+	srv_free(&s);
+}
+
+static void
+test_min_rate_closes_a_trickle(void **state)
+{
+	struct srv	s;
+	char		buf[512];
+	int		slow, fast, i;
+	ssize_t		n = -1;
+
+	srv_start(&s, 10, 30, 100);	/* 100 bytes/s after a second */
+	slow = dial(&s);
+	say(slow, "GET / HTTP/1.1\r\nHost: x\r\n");	/* 27 bytes */
+	for (i = 0; i < 15 && (n = heard(slow, buf, sizeof buf)) != 0; i++) {
+		(void)write(slow, "X", 1);
+		spin(&s, 200);
+	}
+	assert_int_equal(n, 0);		/* closed long before the 30 s */
+	assert_true(i <= 10);
+	fast = dial(&s);		/* a whole request at once is served */
+	say(fast, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+	spin(&s, 100);
+	assert_true(heard(fast, buf, sizeof buf) > 0);
+	assert_non_null(strstr(buf, " 200 "));
+	close(slow);
+	close(fast);
+	srv_free(&s);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cap_queues_then_serves),
 		cmocka_unit_test(test_deadline_closes_slow_client),
+		cmocka_unit_test(test_cap_evicts_the_idle_before_the_slow),
+		cmocka_unit_test(test_min_rate_closes_a_trickle),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
