@@ -227,13 +227,21 @@ commit_funnel(struct commit *c, const struct turn_funnel *f)
 	json_object_array_add(commit_arr(c, COMMIT_FUNNEL), o);
 }
 
-/* How the intent was decided: rules, model or both, the runner-up, and
- * what each judge said alone (the review loop lists disagreements). */
+/* A message's intent on an audit row: the intent, its confidence and
+ * evidence, how it was decided (rules, model or both), the runner-up,
+ * and what each judge said alone (the review loop lists disagreements). */
 static void
-commit_intent_detail(json_object *d, const struct intent_result *in)
+commit_intent(json_object *d, const struct intent_result *in)
 {
-	char	score[16];
+	char	conf[16], score[16];
 
+	snprintf(conf, sizeof conf, "%.2f", in->confidence);
+	json_object_object_add(d, "intent",
+	    json_object_new_string(intent_name(in->intent)));
+	json_object_object_add(d, "confidence",
+	    json_object_new_double_s(in->confidence, conf));
+	json_object_object_add(d, "evidence",
+	    json_object_new_string(in->evidence));
 	snprintf(score, sizeof score, "%.2f", in->runner_up_score);
 	json_object_object_add(d, "source",
 	    json_object_new_string(intent_source_name(in->source)));
@@ -251,17 +259,9 @@ static void
 commit_policy(struct commit *c, const struct turn_msg_plan *mp)
 {
 	json_object	*d = json_object_new_object(), *acts;
-	char		 conf[16];
 	int		 a;
 
-	snprintf(conf, sizeof conf, "%.2f", mp->intent.confidence);
-	json_object_object_add(d, "intent",
-	    json_object_new_string(intent_name(mp->intent.intent)));
-	json_object_object_add(d, "confidence",
-	    json_object_new_double_s(mp->intent.confidence, conf));
-	json_object_object_add(d, "evidence",
-	    json_object_new_string(mp->intent.evidence));
-	commit_intent_detail(d, &mp->intent);
+	commit_intent(d, &mp->intent);
 	acts = json_object_new_array();
 	for (a = 0; a < POLICY_ACT__COUNT; a++)
 		if (mp->policy.actions & (1u << a))
@@ -278,18 +278,9 @@ commit_router(struct commit *c, const struct turn_route *tr,
 {
 	const struct router_result	*r = &tr->r;
 	json_object			*d = json_object_new_object();
-	char				 conf[16];
 
-	if (in != NULL) {
-		snprintf(conf, sizeof conf, "%.2f", in->confidence);
-		json_object_object_add(d, "intent",
-		    json_object_new_string(intent_name(in->intent)));
-		json_object_object_add(d, "confidence",
-		    json_object_new_double_s(in->confidence, conf));
-		json_object_object_add(d, "evidence",
-		    json_object_new_string(in->evidence));
-		commit_intent_detail(d, in);
-	}
+	if (in != NULL)
+		commit_intent(d, in);
 
 	json_object_object_add(d, "from",
 	    json_object_new_string(mode_name(tr->before.mode)));
