@@ -214,6 +214,7 @@ static json_object *
 explain_plan(const struct ruleset *rs, const struct explain *ex)
 {
 	const struct turn_plan	*p = &ex->plan;
+	const char		*why;
 	struct commit		 c;
 	json_object		*o = json_object_new_object(), *a;
 	int			 i;
@@ -237,9 +238,9 @@ explain_plan(const struct ruleset *rs, const struct explain *ex)
 			json_object_array_add(a,
 			    json_object_new_string(mode_name(i)));
 	json_object_object_add(o, "guard_modes", a);
-	json_object_object_add(o, "bridge", json_object_new_string(
-	    turn_tool_refusal(p, TOOL_CRIAR_HANDOFF_EXTERNO) != NULL ?
-	    turn_tool_refusal(p, TOOL_CRIAR_HANDOFF_EXTERNO) : "allowed"));
+	why = turn_tool_refusal(p, TOOL_CRIAR_HANDOFF_EXTERNO);
+	json_object_object_add(o, "bridge",
+	    json_object_new_string(why != NULL ? why : "allowed"));
 	json_object_object_add(o, "llm_constraints", p->reply == REPLY_LLM ?
 	    json_object_new_string(p->constraints) : NULL);
 	if (commit_init(&c, ex->now_ms) == 0) {
