@@ -108,9 +108,10 @@ BEGIN
 	UPDATE conversations c SET open_first_id = x.f, open_newest = x.n
 	FROM (SELECT k.id,
 		(SELECT min(i.id) FROM inbox i WHERE i.conversation_id = k.id
+		    AND i.done_at IS NULL
 		    AND i.state IN ('pending', 'claimed')) AS f,
 		(SELECT max(i.received_at) FROM inbox i
-		    WHERE i.conversation_id = k.id
+		    WHERE i.conversation_id = k.id AND i.done_at IS NULL
 		    AND i.state IN ('pending', 'claimed')) AS n
 	    FROM unnest(p_ids) AS k(id)) x
 	WHERE c.id = x.id AND (c.open_first_id IS DISTINCT FROM x.f OR
