@@ -348,9 +348,7 @@ CREATE OR REPLACE FUNCTION mg_commit_turn(p_worker text, p_conversation_id bigin
 LANGUAGE plpgsql AS $$
 DECLARE
 	cv	conversations;
-	e	jsonb;
-	oids	bigint[] := '{}';
-	oid	bigint;
+	oids	bigint[];
 	nh	int;
 	ndone	int;
 	last_in	bigint;
@@ -378,13 +376,16 @@ BEGIN
 
 	PERFORM mg_apply_conversation(cv.id, p_turn -> 'conversation');
 
-	FOR e IN SELECT * FROM jsonb_array_elements(mg_arr(p_turn, 'audit')) LOOP
-		INSERT INTO audit_log (conversation_id, inbox_id, step, decision,
-		    reason, details)
-		VALUES (cv.id, coalesce((e ->> 'inbox_id')::bigint, last_in),
-		    e ->> 'step', e ->> 'decision', e ->> 'reason',
-		    coalesce(e -> 'details', '{}'));
-	END LOOP;
+	-- One statement per kind of row, not one per row (the rows keep
+	-- the turn's order: ids follow it).
+	INSERT INTO audit_log (conversation_id, inbox_id, step, decision,
+	    reason, details)
+	SELECT cv.id, coalesce((e ->> 'inbox_id')::bigint, last_in),
+	    e ->> 'step', e ->> 'decision', e ->> 'reason',
+	    coalesce(e -> 'details', '{}')
+	FROM jsonb_array_elements(mg_arr(p_turn, 'audit')) WITH ORDINALITY
+	    AS x(e, n)
+	ORDER BY x.n;
 
 	INSERT INTO funnel_events (conversation_id, vaga_id, status, doctor_key,
 	    responsavel, metadata)
@@ -401,16 +402,19 @@ BEGIN
 
 	nh := mg_apply_handoffs(cv, mg_arr(p_turn, 'handoffs'), last_in);
 
-	FOR e IN SELECT * FROM jsonb_array_elements(mg_arr(p_turn, 'outbox')) LOOP
+	WITH ins AS (
 		INSERT INTO outbox (conversation_id, inbox_id, kind, payload,
 		    to_key, phone_number_id)
-		VALUES (cv.id, coalesce((e ->> 'inbox_id')::bigint, last_in),
+		SELECT cv.id, coalesce((e ->> 'inbox_id')::bigint, last_in),
 		    coalesce(e ->> 'kind', 'text'),
 		    mg_complete_payload(e -> 'payload', cv.wa_id), cv.wa_id,
-		    cv.phone_number_id)
-		RETURNING id INTO oid;
-		oids := oids || oid;
-	END LOOP;
+		    cv.phone_number_id
+		FROM jsonb_array_elements(mg_arr(p_turn, 'outbox'))
+		    WITH ORDINALITY AS x(e, n)
+		ORDER BY x.n
+		RETURNING id
+	)
+	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO oids FROM ins;
 
 	-- Only this conversation's messages change, and its row is locked
 	-- since the first statement: the UPDATE below keeps its open
