@@ -9,6 +9,11 @@
                                             Graph API: p50/p99, replies/doctor;
                                             OUT.tsv: each turn's send time, ms
   turn_bench.py inflight LLM_URL            most LLM requests open at once
+                                            (the python fake's recording)
+  turn_bench.py step SENT.log REPLIES.log FIRST RATE SECS [DRAIN]
+                                            one step of the open-loop step
+                                            test: sent (rateload -l) against
+                                            the replies fakepeer logged
   turn_bench.py steps METRICS.txt           mean of each turn step (/metrics)
 
 Doctor i has the number 5511900000000 + i; payload line i is doctor i, so a
@@ -100,6 +105,61 @@ def inflight(llm):
           (len(reqs), peak, spread))
 
 
+def step(sent_log, replies_log, first, rate, secs, drain=1.0):
+    """One step: latency from each webhook's scheduled time to its reply's
+    arrival; sustained when every reply came within the step + DRAIN s, the
+    p99 is under 100 ms and the backlog did not grow. The backlog at t is
+    the webhooks scheduled by t minus the replies arrived by t (sampled
+    every 100 ms); it grew when its mean over the step's last quarter
+    exceeds its mean over the first quarter by more than 50 ms of
+    arrivals (rate / 20)."""
+    sent = {}
+    with open(sent_log) as f:
+        for line in f:
+            i, t = line.split("\t")
+            sent.setdefault(first + int(i), float(t))
+    if not sent:
+        print("@@ rate=%d sent=0 pass=0" % rate)
+        return
+    t0 = min(sent.values())
+    end = t0 + secs
+    got, dup = {}, 0
+    with open(replies_log) as f:
+        for line in f:
+            to, kind, t = line.rstrip("\n").split("\t")
+            i = int(to.lstrip("+")) - BASE
+            if kind != "text" or i not in sent:
+                continue
+            if i in got:
+                dup += 1
+            got[i] = min(got.get(i, float("inf")), float(t))
+    inf = float("inf")
+    lat = sorted((got[i] - sent[i]) * 1e3 if got.get(i, inf) <= end + drain
+                 else inf for i in sent)
+    late = sum(1 for x in lat if x == inf)
+    sched = sorted(sent.values())
+    arr = sorted(got.values())
+    samples, a, b = [], 0, 0
+    for k in range(int(secs * 10) + 1):
+        t = t0 + k / 10.0
+        while a < len(sched) and sched[a] <= t:
+            a += 1
+        while b < len(arr) and arr[b] <= t:
+            b += 1
+        samples.append(a - b)
+    q = max(1, len(samples) // 4)
+    first_q = sum(samples[:q]) / q
+    last_q = sum(samples[-q:]) / q
+    growing = last_q - first_q > rate / 20.0
+    p50, p99 = pct(lat, 0.5), pct(lat, 0.99)
+    ok = late == 0 and p99 < 100 and not growing
+    print("@@ rate=%d sent=%d replied=%d late=%d duplicates=%d p50_ms=%.1f "
+          "p99_ms=%.1f max_ms=%.1f backlog_first=%.0f backlog_last=%.0f "
+          "growing=%d pass=%d" % (rate, len(sent), len(got), late, dup, p50,
+                                  p99, lat[-1], first_q, last_q, growing,
+                                  ok))
+
+
 def steps(path):
     """modegate_turn_step_seconds_{sum,count}{step="..."} -> mean ms."""
     sums, counts = {}, {}
@@ -123,5 +183,9 @@ if __name__ == "__main__":
         latency(*sys.argv[2:5])
     elif cmd == "inflight":
         inflight(sys.argv[2])
+    elif cmd == "step":
+        step(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
+             float(sys.argv[6]),
+             float(sys.argv[7]) if len(sys.argv) > 7 else 1.0)
     elif cmd == "steps":
         steps(sys.argv[2])
