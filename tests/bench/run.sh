@@ -221,7 +221,7 @@ serve_turns() {
 		MODEGATE_LISTEN=127.0.0.1:$MG_PORT MODEGATE_LOG_LEVEL=warn \
 		LLM_PROVIDER=anthropic LLM_API_KEY=bench LLM_BASE_URL="$llm" \
 		WHATSAPP_TOKEN=bench WHATSAPP_API_BASE="$graph/v25.0" \
-		MODEGATE_COALESCE_MS=0 "$@" ${BENCH_WRAP:-} "$bin" serve 2>"$tmp/$name.log" &
+		MODEGATE_COALESCE_MS=0 "$@" "$bin" serve 2>"$tmp/$name.log" &
 	MG_PID=$!
 	pids="$pids $MG_PID"
 	wait_http "$MG_PORT"
@@ -355,7 +355,10 @@ inflight() {
 	say "  ($n webhooks, $(field "$line" ok200) answered 200; $calls LLM calls started over $spread s; $(stat "$sgraph" graph_sends) replies so far; targets: $n in flight, RSS < 200 MB, delivered within 1 s)"
 	echo "$peak $((rss / 1024)) $(field "$line" last_s)" >"$tmp/fig.inflight"
 	curl -s "http://127.0.0.1:$MG_PORT/metrics" >"$out/inflight.metrics"
-	grep -E '^Vm|^Rss' "/proc/$MG_PID/status" >"$out/inflight.status"
+	grep -E '^Vm|^Rss|^Threads' "/proc/$MG_PID/status" >"$out/inflight.status"
+	# Where the resident memory is, by mapping (the heap, mmap'd arenas).
+	awk '/^[0-9a-f]+-/ {m = $6 " " $1} /^Rss:/ {print $2, m}' \
+		"/proc/$MG_PID/smaps" | sort -rn | head -8 >>"$out/inflight.status"
 	if [ "${BENCH_PROFILE:-0}" = 1 ]; then
 		psql -qX -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
 			round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
