@@ -65,6 +65,7 @@ struct pending {
 	struct event		*ev;
 };
 
+/* Now, Unix seconds (the load generator's log uses the same clock). */
 static double
 wall_s(void)
 {
@@ -95,6 +96,7 @@ fakepeer_body(struct evhttp_request *req)
 	return o;
 }
 
+/* Answer at once with a JSON body. */
 static void
 fakepeer_send(struct evhttp_request *req, int code, const char *json)
 {
@@ -276,6 +278,7 @@ bad:
 	    "\"Invalid parameter\"},\"fbtrace_id\":\"Afake\"}}");
 }
 
+/* GET /__stats: the counters, the replies log flushed first. */
 static void
 fakepeer_stats(struct peer *p, struct evhttp_request *req)
 {
@@ -321,6 +324,7 @@ fakepeer_route(struct evhttp_request *req, void *arg)
 	}
 }
 
+/* SIGTERM, SIGINT: leave the loop, so the log is flushed and closed. */
 static void
 fakepeer_quit(evutil_socket_t sig, short what, void *arg)
 {
