@@ -165,8 +165,9 @@ dbq_free(struct dbq *q)
 	free(q);
 }
 
-int
-dbq_query(struct dbq *q, const char *sql, int nparams,
+/* Queue one item, at the head of the waiting queue or at its tail. */
+static int
+dbq_enqueue(struct dbq *q, int first, const char *sql, int nparams,
     const char *const *params, db_result_cb cb, void *arg)
 {
 	struct dbq_item	*it;
@@ -188,10 +189,27 @@ dbq_query(struct dbq *q, const char *sql, int nparams,
 		}
 	}
 	it->nparams = nparams;
-	TAILQ_INSERT_TAIL(&q->waiting, it, entry);
+	if (first)
+		TAILQ_INSERT_HEAD(&q->waiting, it, entry);
+	else
+		TAILQ_INSERT_TAIL(&q->waiting, it, entry);
 	q->nwaiting++;
 	dbq_drain(q);
 	return 0;
+}
+
+int
+dbq_query(struct dbq *q, const char *sql, int nparams,
+    const char *const *params, db_result_cb cb, void *arg)
+{
+	return dbq_enqueue(q, 0, sql, nparams, params, cb, arg);
+}
+
+int
+dbq_query_first(struct dbq *q, const char *sql, int nparams,
+    const char *const *params, db_result_cb cb, void *arg)
+{
+	return dbq_enqueue(q, 1, sql, nparams, params, cb, arg);
 }
 
 int

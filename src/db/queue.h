@@ -31,6 +31,13 @@ int		 dbq_query(struct dbq *, const char *sql, int nparams,
 		    const char *const *params, db_result_cb cb, void *arg)
 		    MG_MUSTCHECK;
 
+/* The same, sent before every query already waiting (the worker's claim:
+ * behind a thousand commits it would leave the LLM idle while turns wait
+ * in the inbox; one claim runs at a time, so commits wait at most one). */
+int		 dbq_query_first(struct dbq *, const char *sql, int nparams,
+		    const char *const *params, db_result_cb cb, void *arg)
+		    MG_MUSTCHECK;
+
 /* Connections up, and queries waiting for a connection. */
 int		 dbq_up(const struct dbq *);
 size_t		 dbq_waiting(const struct dbq *);

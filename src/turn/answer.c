@@ -184,25 +184,29 @@ answer_doctor_text(struct turn *t, char *buf, size_t len)
 		}
 }
 
-/* The system prompt: persona, constraints, the doctor. */
+/* The system prompt: persona, constraints, the doctor. Composed in one
+ * scratch buffer and kept at its own length: a turn waits seconds for the
+ * LLM, and 10,000 of them at once each holding 32 KB was most of the
+ * process's memory. */
 static int
 answer_system(struct turn *t)
 {
-	if ((t->system = calloc(1, TURN_SYSTEM_MAX)) == NULL)
-		return -1;
-	cat(t->system, TURN_SYSTEM_MAX, t->w->persona);
+	static char	buf[TURN_SYSTEM_MAX];
+
+	buf[0] = '\0';
+	cat(buf, sizeof buf, t->w->persona);
 	if (t->plan.constraints[0] != '\0') {
-		cat(t->system, TURN_SYSTEM_MAX, GATE_SEPARATOR);
-		cat(t->system, TURN_SYSTEM_MAX, t->plan.constraints);
+		cat(buf, sizeof buf, GATE_SEPARATOR);
+		cat(buf, sizeof buf, t->plan.constraints);
 	}
-	cat(t->system, TURN_SYSTEM_MAX, GATE_SEPARATOR);
-	cat(t->system, TURN_SYSTEM_MAX, "## DATA E HORA\n");
-	cat(t->system, TURN_SYSTEM_MAX, t->plan.today);
-	cat(t->system, TURN_SYSTEM_MAX, " Use datas no formato AAAA-MM-DD "
+	cat(buf, sizeof buf, GATE_SEPARATOR);
+	cat(buf, sizeof buf, "## DATA E HORA\n");
+	cat(buf, sizeof buf, t->plan.today);
+	cat(buf, sizeof buf, " Use datas no formato AAAA-MM-DD "
 	    "nas ferramentas (buscar_vagas aceita data_de e data_ate).\n");
-	cat(t->system, TURN_SYSTEM_MAX, GATE_SEPARATOR);
-	answer_doctor_text(t, t->system, TURN_SYSTEM_MAX);
-	return 0;
+	cat(buf, sizeof buf, GATE_SEPARATOR);
+	answer_doctor_text(t, buf, sizeof buf);
+	return (t->system = strdup(buf)) == NULL ? -1 : 0;
 }
 
 /* Add one line to the transcript, merging a run of one role. */

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "llm/wire.h"
 #include "turn/tools_schema.h"
 
 struct tools_def {
@@ -53,14 +54,24 @@ static const struct tools_def tools_defs[TOOL__COUNT] = {
 	    "\"string\"}},\"required\":[\"motivo\"]}" },
 };
 
+/* Each schema as json-c, parsed on first use; kept for the process. */
+static json_object	*parsed[TOOL__COUNT];
+
 int
 tools_schema_get(int t, struct llm_tool *out)
 {
 	if (t < 0 || t >= TOOL__COUNT)
 		return -1;
+	/* Parsed once per process and shared by every request (json-c
+	 * counts the references): parsed per turn, the schemas were 7 KB
+	 * of every turn waiting for the LLM. */
+	if (parsed[t] == NULL)
+		parsed[t] = llm_json_strict(tools_defs[t].schema,
+		    strlen(tools_defs[t].schema));
 	memset(out, 0, sizeof *out);
 	out->name = tool_name(t);
 	out->description = tools_defs[t].description;
+	out->schema = parsed[t];
 	out->schema_json = tools_defs[t].schema;
 	return 0;
 }

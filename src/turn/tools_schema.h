@@ -9,7 +9,9 @@
 #include "llm/llm.h"
 
 /* Fill *out for tool t (enum tool of mode/core.h) with static strings
- * (schema given as text). Returns 0, or -1 when t is out of range. */
+ * and the schema both as text and as json-c (parsed once and kept for the
+ * process: borrowed, shared by every caller). Returns 0, or -1 when t is
+ * out of range. */
 int	tools_schema_get(int t, struct llm_tool *out) MG_MUSTCHECK;
 
 #endif

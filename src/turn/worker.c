@@ -115,7 +115,8 @@ worker_claim(struct worker *w)
 	p[6] = WORKER_HISTORY;
 	snprintf(att, sizeof att, "%d", w->cfg->max_attempts);
 	p[7] = att;
-	if (dbq_query(w->q, "SELECT mg_claim_turns($1, $2::int, $3::int, "
+	/* Ahead of the queued commits and read receipts (db/queue.h). */
+	if (dbq_query_first(w->q, "SELECT mg_claim_turns($1, $2::int, $3::int, "
 	    "$4::int, $5::int, $6::int, $7::int, $8::int)::text", 8, p,
 	    worker_claim_cb, w) == 0) {
 		w->claiming = true;

@@ -12,7 +12,9 @@
  * written (Unix seconds, wall clock), so a benchmark can match each request
  * with what a peer saw later (the turn benchmark).
  * PAYLOADS.tsv is gen_payloads.py's "hexsig<TAB>body" format. Prints one
- * "@@ requests= ok200= non200= errors= rps= p50_ms= p99_ms= max_ms=" line.
+ * "@@ requests= ok200= non200= errors= rps= p50_ms= p99_ms= max_ms= last_s="
+ * line; last_s: when the last answer came, seconds after the first send was
+ * due (a burst's delivery time).
  * SPDX-License-Identifier: MIT
  */
 #include <errno.h>
@@ -45,6 +47,7 @@ struct load {
 	struct payload		*pl;
 	size_t			 npl, next;
 	double			 rate, duration, start;
+	double			 last;	/* last answer, s after start */
 	long			 scheduled, sent, done, ok, non200, errors;
 	double			*lat;
 	const char		*host, *path;
@@ -78,7 +81,8 @@ on_done(struct evhttp_request *req, void *arg)
 	struct load	*ld = f->ld;
 	int		 code = req != NULL ? evhttp_request_get_response_code(req) : 0;
 
-	ld->lat[ld->done++] = now_s() - f->due;
+	ld->last = now_s() - ld->start;
+	ld->lat[ld->done++] = ld->last + ld->start - f->due;
 	if (code == 200)
 		ld->ok++;
 	else if (code == 0)
@@ -263,11 +267,11 @@ main(int argc, char **argv)
 		fclose(ld.log);
 	qsort(ld.lat, (size_t)ld.done, sizeof(double), cmp_double);
 	printf("@@ requests=%ld ok200=%ld non200=%ld errors=%ld rps=%.1f "
-	    "p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", ld.done, ld.ok,
+	    "p50_ms=%.3f p99_ms=%.3f max_ms=%.3f last_s=%.3f\n", ld.done, ld.ok,
 	    ld.non200, ld.errors, (double)ld.done / secs,
 	    ld.done ? ld.lat[ld.done / 2] * 1e3 : 0,
 	    ld.done ? ld.lat[(long)((double)ld.done * 0.99)] * 1e3 : 0,
-	    ld.done ? ld.lat[ld.done - 1] * 1e3 : 0);
+	    ld.done ? ld.lat[ld.done - 1] * 1e3 : 0, ld.last);
 	return 0;
 usage:
 	fprintf(stderr, "usage: rateload -r RATE -d SECONDS -c CONNS "

@@ -9,9 +9,18 @@
 #   3. the Node/Express + pg peer;
 # then the inbox rows are checked against the 200s (200s <= rows <= bodies
 # sent: requests in flight at the end commit uncounted), and latency is taken
-# at a fixed 1,000 requests/s with tests/bench/rateload.
+# at a fixed 1,000 requests/s with tests/bench/rateload, and the same wrk
+# run with the worker answering as in service ("ingest with worker").
 #
-#   tests/bench/run.sh bin/modegate        (BENCH_SECS=15 BENCH_ONLY=ingest)
+# Turns (issue 15), with tests/bench/fakepeer as the LLM and the Graph API:
+# an open-loop step test ("turns sustained", see steps()) and 10,000 LLM
+# calls in flight against a 2 s LLM (see inflight()); then the issue's
+# targets, PASS or FAIL, from the figures of this run.
+#
+#   tests/bench/run.sh bin/modegate
+#   BENCH_SECS=15 (each wrk run and each step)
+#   BENCH_ONLY=ingest|turn|steps|inflight|intent   (turn = steps + inflight)
+#   BENCH_STEPS="100 200 400 800 1600"  BENCH_INFLIGHT=10000  BENCH_PROFILE=1
 set -eu
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 cd "$(dirname "$0")/../.."
@@ -38,6 +47,12 @@ trap cleanup EXIT INT TERM
 
 cc -O2 -o "$out/rateload" tests/bench/rateload.c \
 	$(pkg-config --cflags --libs libevent)
+cc -O2 -o "$out/fakepeer" tests/bench/fakepeer.c \
+	$(pkg-config --cflags --libs libevent json-c)
+# 10,000 turns in flight hold 10,000 LLM connections in modegate and as
+# many in the fake: every process started from here may open all the
+# files the hard limit allows (an operator sets LimitNOFILE likewise).
+ulimit -n "$(ulimit -Hn)"
 results=$out/results.txt
 : >"$results"
 say() { echo "$*" | tee -a "$results"; }
@@ -64,6 +79,7 @@ run_wrk() {
 		"$1" "$rps" "$(field "$line" p50_ms)" "$(field "$line" p99_ms)" \
 		"$(field "$line" non200)" "$(field "$line" wrapped)")"
 	echo "$line" >"$out/$1.line"
+	echo "$line" >"$tmp/fig.$1"
 }
 
 # A database in service reuses its WAL segments; a new cluster creates
@@ -122,6 +138,7 @@ ingest() {
 	python3 "$kit/gen_payloads.py" -n 20000 -s "$secret" -o "$tmp/rate.tsv" 2>/dev/null
 	line=$("$out/rateload" -r 1000 -d 10 -c 64 -f "$tmp/rate.tsv" \
 		"http://127.0.0.1:$port/webhook" | grep '^@@')
+	echo "$line" >"$tmp/fig.rate1000"
 	say "$(printf '%-22s %10s req/s  p50 %7s ms  p99 %7s ms  non-200 %s' \
 		"modegate @1000/s" "$(field "$line" rps)" "$(field "$line" p50_ms)" \
 		"$(field "$line" p99_ms)" "$(($(field "$line" non200) + $(field "$line" errors)))")"
@@ -169,22 +186,29 @@ ingest() {
 	mg=$(field "$(cat "$out/modegate.line")" rps)
 	ce=$(field "$(cat "$out/verify-ceiling.line")" rps)
 	nd=$(field "$(cat "$out/node-peer.line")" rps)
-	say "$(python3 -c "print('  modegate = %.1fx the Node peer (target >= 4x), %.0f%% of the verify ceiling (target >= 40%%)' % ($mg/$nd, 100*$mg/$ce))")"
+	say "$(python3 -c "print('  modegate = %.1fx the Node peer (target >= 6x), %.0f%% of the verify ceiling (target >= 50%%)' % ($mg/$nd, 100*$mg/$ce))")"
 }
 
-# start_fake KIND [ARGS]: a fake peer on a free port; sets FAKE_URL.
-start_fake() {
-	kind=$1
+# start_peer NAME [ARGS]: tests/bench/fakepeer (the fake LLM and Graph API,
+# C on libevent) on a free port; sets FAKE_URL.
+start_peer() {
+	name=$1
 	shift
-	pf=$(mktemp "$tmp/$kind.port.XXXXXX")
-	python3 "tests/fakes/fake_$kind.py" --port 0 "$@" >"$pf" 2>"$out/fake_$kind.err" &
+	pf=$(mktemp "$tmp/$name.port.XXXXXX")
+	"$out/fakepeer" -p 0 "$@" >"$pf" 2>"$out/fake_$name.err" &
 	pids="$pids $!"
 	i=0
 	until [ -s "$pf" ]; do
-		i=$((i + 1)); [ $i -gt 50 ] && { echo "bench: fake $kind did not start" >&2; exit 1; }
+		i=$((i + 1)); [ $i -gt 50 ] && { echo "bench: fakepeer $name did not start" >&2; exit 1; }
 		sleep 0.1
 	done
 	FAKE_URL=http://127.0.0.1:$(head -1 "$pf")
+}
+
+# stat URL KEY: one counter of a fakepeer's /__stats (which also flushes
+# its replies log).
+stat() {
+	curl -s "$1/__stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
 }
 
 # serve_turns NAME LLM_URL GRAPH_URL [VAR=VALUE...]: modegate answering
@@ -203,16 +227,16 @@ serve_turns() {
 	wait_http "$MG_PORT"
 }
 
-# Turn overhead (issue 4): webhook POST -> reply at the fake Graph API with
-# zero-latency fakes at 200 turns/s; then 1,000 turns in flight against a
-# fake LLM that takes 2 s, with the process's peak RSS.
-turn() {
+# The turn runs' database: a cluster of its own (the ingest run leaves
+# 300k unanswered rows and a vacuum to do), its WAL warmed, the demo seed.
+turn_db_ready=0
+turn_db() {
+	[ $turn_db_ready = 1 ] && return 0
+	turn_db_ready=1
 	secret=bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 	[ "${BENCH_PROFILE:-0}" = 1 ] && export PG_OPTS="${PG_OPTS:-} \
 		-c shared_preload_libraries=pg_stat_statements \
 		-c pg_stat_statements.track=all"
-	# A cluster of its own: the ingest run leaves 300k unanswered rows
-	# and a vacuum to do.
 	pg_stop "$tmp/pg"
 	pg_start "$tmp/pgt"
 	wal_warm
@@ -220,11 +244,25 @@ turn() {
 	[ "${BENCH_PROFILE:-0}" = 1 ] &&
 		psql -qX -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
 	psql -qX -f sql/seed_demo.sql >/dev/null
-	n=$((200 * secs))
-	python3 tests/bench/turn_bench.py payloads "$n" "$secret" "$tmp/turn.tsv"
-	start_fake llm; llm=$FAKE_URL
-	start_fake graph; graph=$FAKE_URL
-	serve_turns turn "$llm" "$graph"
+}
+
+# Turn capacity (issue 15): an open-loop step test. Each step posts signed
+# webhooks, one new doctor per message, at a fixed rate for BENCH_SECS
+# (arrivals scheduled, never waiting for answers: rateload), with
+# zero-latency fakes; a turn's latency runs from its webhook's scheduled
+# time to its reply reaching the fake Graph API. A step is sustained when
+# every reply arrived within the step + 1 s, the p99 is under 100 ms and
+# the backlog (webhooks scheduled minus replies arrived, every 100 ms) did
+# not grow: its mean over the step's last quarter is at most 50 ms of
+# arrivals (rate / 20) above its mean over the first quarter
+# (turn_bench.py step). "turns sustained" is the highest step sustained.
+# Between steps the backlog drains; a step whose backlog does not drain
+# within 60 s ends the test (the higher steps are not run).
+steps() {
+	turn_db
+	start_peer llm; llm=$FAKE_URL
+	start_peer graph -o "$tmp/replies.log"; graph=$FAKE_URL
+	serve_turns steps "$llm" "$graph"
 	# Warm-up, not measured: 100 other doctors at 50/s open the
 	# connections to the database and the fakes and fill PostgreSQL's
 	# plan caches (cold, the first turns take 20-50 ms).
@@ -232,15 +270,45 @@ turn() {
 	"$out/rateload" -r 50 -d 2 -c 8 -f "$tmp/warm.tsv" \
 		"http://127.0.0.1:$MG_PORT/webhook" >/dev/null
 	sleep 1
-	"$out/rateload" -r 200 -d "$secs" -c 32 -f "$tmp/turn.tsv" -l "$tmp/sent.log" \
-		"http://127.0.0.1:$MG_PORT/webhook" >/dev/null
-	i=0
-	while [ "$(psql -qtAX -c "SELECT count(*) FROM outbox WHERE kind = 'text' AND state = 'sent'")" -lt "$((n + 100))" ] && [ $i -lt 300 ]; do
-		i=$((i + 1)); sleep 0.1
+	say "turns, open-loop steps of ${secs}s, zero-latency fakes (fakepeer): webhook's scheduled time -> reply at the Graph API"
+	first=0 best="" failed=0
+	for r in ${BENCH_STEPS:-100 200 400 800 1600}; do
+		if [ $failed = 1 ]; then
+			say "  step $(printf '%5s' "$r")/s: not run (the backlog of a lower step did not drain in 60 s)"
+			continue
+		fi
+		n=$((r * secs))
+		python3 tests/bench/turn_bench.py payloads "$n" "$secret" "$tmp/step.tsv" "$first"
+		"$out/rateload" -r "$r" -d "$secs" -c 64 -f "$tmp/step.tsv" \
+			-l "$tmp/sent-$r.log" "http://127.0.0.1:$MG_PORT/webhook" >"$tmp/rate-$r.out"
+		sleep 1.2	# the drain: replies up to 1 s after the step count
+		stat "$graph" graph_sends >/dev/null
+		line=$(python3 tests/bench/turn_bench.py step "$tmp/sent-$r.log" \
+			"$tmp/replies.log" "$first" "$r" "$secs")
+		say "$(printf '  step %5s/s: replies %s/%s (%s late)  p50 %7s ms  p99 %8s ms  max %8s ms  backlog %s -> %s  %s' \
+			"$r" "$(field "$line" replied)" "$(field "$line" sent)" \
+			"$(field "$line" late)" "$(field "$line" p50_ms)" \
+			"$(field "$line" p99_ms)" "$(field "$line" max_ms)" \
+			"$(field "$line" backlog_first)" "$(field "$line" backlog_last)" \
+			"$([ "$(field "$line" pass)" = 1 ] && echo sustained || echo 'NOT sustained')")"
+		[ "$(field "$line" pass)" = 1 ] &&
+			best="$r $(field "$line" p50_ms) $(field "$line" p99_ms)"
+		# Let what is left drain (at most 60 s) before the next step.
+		first=$((first + n))
+		i=0
+		while [ "$(stat "$graph" graph_sends)" -lt $((100 + first)) ] && [ $i -lt 600 ]; do
+			i=$((i + 1)); sleep 0.1
+		done
+		[ $i -ge 600 ] && failed=1
 	done
-	line=$(python3 tests/bench/turn_bench.py latency "$tmp/sent.log" "$graph" "$out/turn_latency.tsv")
-	say "turns @200/s, ${secs}s, zero-latency fakes: webhook POST -> reply at the Graph API"
-	say "  $(echo "$line" | sed 's/^@@ //')   (target p99 < 20 ms)"
+	if [ -n "$best" ]; then
+		set -- $best
+		say "turns sustained: $1/s (p50 $2 ms, p99 $3 ms)"
+		echo "$1" >"$tmp/fig.sustained"
+	else
+		say "turns sustained: 0/s (no step sustained)"
+		echo 0 >"$tmp/fig.sustained"
+	fi
 	curl -s "http://127.0.0.1:$MG_PORT/metrics" >"$out/turn.metrics"
 	# Each turn's stages (epoch seconds), to see where a slow one waited.
 	psql -qAtX -F '	' -c "SELECT i.sender_key, extract(epoch FROM i.received_at),
@@ -255,26 +323,92 @@ turn() {
 	fi
 	say "  per step, mean ms: $(python3 tests/bench/turn_bench.py steps "$out/turn.metrics")"
 	kill "$MG_PID"; wait "$MG_PID" 2>/dev/null || true
+}
 
-	# 1,200 doctors in one second, room for 1,200 turns: how many are in
-	# flight at once is what the process keeps up with, not a cap.
-	python3 tests/bench/turn_bench.py payloads 1200 "$secret" "$tmp/slow.tsv"
-	start_fake llm --delay 2 --slim; slow=$FAKE_URL
-	serve_turns slow "$slow" "$graph" MODEGATE_MAX_TURNS=1200 LLM_TIMEOUT=30
-	"$out/rateload" -r 1200 -d 1 -c 64 -f "$tmp/slow.tsv" \
-		"http://127.0.0.1:$MG_PORT/webhook" >/dev/null
-	sleep 4
+# LLM calls in flight (issue 15): BENCH_INFLIGHT (10,000) new doctors in
+# one second against a fake LLM answering after 2 s, room for as many
+# turns (MODEGATE_MAX_TURNS): the peak of LLM requests open at once (the
+# fake's own count), the process's peak RSS (VmHWM), and how long the
+# load generator took to deliver the arrivals (first send due -> last 200).
+inflight() {
+	turn_db
+	n=${BENCH_INFLIGHT:-10000}
+	python3 tests/bench/turn_bench.py payloads "$n" "$secret" "$tmp/slow.tsv" 700000
+	start_peer slowllm -d "${BENCH_INFLIGHT_DELAY_MS:-2000}"; slow=$FAKE_URL
+	start_peer slowgraph; sgraph=$FAKE_URL
+	serve_turns inflight "$slow" "$sgraph" MODEGATE_MAX_TURNS="$n" LLM_TIMEOUT=60 \
+		${BENCH_INFLIGHT_ENV:-}
+	line=$("$out/rateload" -r "$n" -d 1 -c 256 -f "$tmp/slow.tsv" \
+		"http://127.0.0.1:$MG_PORT/webhook" | grep '^@@')
+	# Until every turn called the LLM and the last answer came (2 s on).
+	i=0
+	while [ "$(stat "$slow" llm_requests)" -lt "$n" ] && [ $i -lt 300 ]; do
+		i=$((i + 1)); sleep 0.1
+	done
+	sleep "$(python3 -c "print(${BENCH_INFLIGHT_DELAY_MS:-2000} / 1000 + 0.5)")"
 	rss=$(awk '/VmHWM/ {print $2}' "/proc/$MG_PID/status")
-	line=$(python3 tests/bench/turn_bench.py inflight "$slow")
-	say "turns with a 2 s LLM: $(echo "$line" | sed 's/^@@ //') peak_rss_mb=$((rss / 1024))   (targets >= 1000 in flight, RSS < 200 MB)"
+	curl -s "$slow/__stats" >"$out/inflight.stats"
+	peak=$(stat "$slow" llm_peak_in_flight)
+	calls=$(stat "$slow" llm_requests)
+	spread=$(python3 -c "import json; s=json.load(open('$out/inflight.stats')); print('%.2f' % (s['llm_last_t'] - s['llm_first_t']))")
+	say "llm in flight: $peak peak, RSS $((rss / 1024)) MB, arrivals delivered in $(field "$line" last_s) s"
+	say "  ($n webhooks, $(field "$line" ok200) answered 200; $calls LLM calls started over $spread s; $(stat "$sgraph" graph_sends) replies so far; targets: $n in flight, RSS < 200 MB, delivered within 1 s)"
+	echo "$peak $((rss / 1024)) $(field "$line" last_s)" >"$tmp/fig.inflight"
+	curl -s "http://127.0.0.1:$MG_PORT/metrics" >"$out/inflight.metrics"
+	grep -E '^Vm|^Rss|^Threads' "/proc/$MG_PID/status" >"$out/inflight.status"
+	# Where the resident memory is, by mapping (the heap, mmap'd arenas).
+	awk '/^[0-9a-f]+-/ {m = $6 " " $1} /^Rss:/ {print $2, m}' \
+		"/proc/$MG_PID/smaps" | sort -rn | head -8 >>"$out/inflight.status"
+	if [ "${BENCH_PROFILE:-0}" = 1 ]; then
+		psql -qX -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
+			round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
+			FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >"$out/inflight_profile.txt"
+	fi
 	kill "$MG_PID"; wait "$MG_PID" 2>/dev/null || true
+}
+
+# pf VALUE: PASS or FAIL from a python truth expression.
+pf() { python3 -c "print('PASS' if ($1) else 'FAIL')"; }
+
+# The issue 15 targets, from the figures this run took.
+targets() {
+	mg=$(field "$(cat "$tmp/fig.modegate" 2>/dev/null)" rps)
+	mgw=$(field "$(cat "$tmp/fig.modegate-worker" 2>/dev/null)" rps)
+	ce=$(field "$(cat "$tmp/fig.verify-ceiling" 2>/dev/null)" rps)
+	nd=$(field "$(cat "$tmp/fig.node-peer" 2>/dev/null)" rps)
+	p99=$(field "$(cat "$tmp/fig.rate1000" 2>/dev/null)" p99_ms)
+	st=$(cat "$tmp/fig.sustained" 2>/dev/null || true)
+	say "targets (issue 15), this run:"
+	if [ -n "$st" ] && [ -n "$mg" ]; then
+		say "  $(pf "$st >= 0.25 * $mg")  sustained turns $st/s >= 25 % of ingest alone ($(python3 -c "print('%.0f' % (0.25 * $mg))")/s)"
+	else
+		say "  not measured: sustained turns >= 25 % of ingest alone (needs BENCH_ONLY=all)"
+	fi
+	if [ -n "$mg" ]; then
+		say "  $(pf "$mgw >= 0.7 * $mg")  ingest with worker $mgw req/s >= 70 % of ingest alone ($(python3 -c "print('%.0f %%' % (100 * $mgw / $mg))"))"
+		say "  $(pf "$mg >= 0.5 * $ce")  ingest alone $mg req/s >= 50 % of the verify ceiling ($(python3 -c "print('%.0f %%' % (100 * $mg / $ce))"))"
+		say "  $(pf "$mg >= 6 * $nd")  ingest alone >= 6x the Node peer ($(python3 -c "print('%.1fx' % ($mg / $nd))"))"
+		say "  $(pf "$p99 < 5")  p99 at a fixed 1,000 webhooks/s $p99 ms < 5 ms"
+	fi
+	if [ -s "$tmp/fig.inflight" ]; then
+		set -- $(cat "$tmp/fig.inflight")
+		say "  $(pf "$1 >= ${BENCH_INFLIGHT:-10000}")  llm in flight $1 >= ${BENCH_INFLIGHT:-10000}"
+		say "  $(pf "$2 < 200")  peak RSS $2 MB < 200 MB"
+		say "  $(pf "$3 <= 1.0")  arrivals delivered in $3 s <= 1 s"
+	fi
 }
 
 case "${BENCH_ONLY:-all}" in
 all | ingest) ingest ;;
 esac
 case "${BENCH_ONLY:-all}" in
-all | turn) turn ;;
+all | turn | steps) steps ;;
+esac
+case "${BENCH_ONLY:-all}" in
+all | turn | inflight) inflight ;;
+esac
+case "${BENCH_ONLY:-all}" in
+all | ingest | turn | steps | inflight) targets ;;
 esac
 if [ "${BENCH_ONLY:-all}" = all ] || [ "${BENCH_ONLY:-all}" = intent ]; then
 	[ -f tests/bench/intent_bench.c ] && make --no-print-directory bench-intent | tee -a "$results"

@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""turn_bench.py -- helpers for the turn benchmark (tests/bench/turn.sh).
+"""turn_bench.py -- helpers for the turn benchmark (tests/bench/run.sh).
 
   turn_bench.py payloads N SECRET OUT.tsv [FIRST]
                                             N signed webhooks, one doctor each
                                             (doctors FIRST.., default 0)
-  turn_bench.py latency SENT.log GRAPH_URL [OUT.tsv]
-                                            webhook POST -> reply at the fake
-                                            Graph API: p50/p99, replies/doctor;
-                                            OUT.tsv: each turn's send time, ms
-  turn_bench.py inflight LLM_URL            most LLM requests open at once
+  turn_bench.py step SENT.log REPLIES.log FIRST RATE SECS [DRAIN]
+                                            one step of the open-loop step
+                                            test: sent (rateload -l) against
+                                            the replies fakepeer logged
   turn_bench.py steps METRICS.txt           mean of each turn step (/metrics)
 
-Doctor i has the number 5511900000000 + i; payload line i is doctor i, so a
-line of rateload's -l log matches the reply whose "to" is that number.
+Doctor i has the number 5511900000000 + i; payload line i is doctor
+FIRST + i, so a line of rateload's -l log matches the reply whose "to" is
+that number in tests/bench/fakepeer's log.
 Standard library only.
 """
 import hashlib
@@ -20,7 +20,6 @@ import hmac
 import json
 import sys
 import time
-import urllib.request
 
 BASE = 5511900000000
 TEXTS = ["oi, tudo bem?", "tem plantao de clinica geral na zona sul?",
@@ -51,53 +50,63 @@ def payloads(n, secret, out, first=0):
             f.write("%s\t%s\n" % (sig, body))
 
 
-def requests(url):
-    with urllib.request.urlopen(url + "/__requests") as r:
-        return json.load(r)
-
-
 def pct(xs, p):
     return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else float("nan")
 
 
-def latency(sent_log, graph, dump=None):
+def step(sent_log, replies_log, first, rate, secs, drain=1.0):
+    """One step: latency from each webhook's scheduled time to its reply's
+    arrival; sustained when every reply came within the step + DRAIN s, the
+    p99 is under 100 ms and the backlog did not grow. The backlog at t is
+    the webhooks scheduled by t minus the replies arrived by t (sampled
+    every 100 ms); it grew when its mean over the step's last quarter
+    exceeds its mean over the first quarter by more than 50 ms of
+    arrivals (rate / 20)."""
     sent = {}
     with open(sent_log) as f:
         for line in f:
             i, t = line.split("\t")
-            sent.setdefault(int(i), float(t))
-    replies = {}
-    for r in requests(graph):
-        b = r.get("body") or {}
-        if b.get("type") != "text":
-            continue
-        i = int(b.get("to", "+0").lstrip("+")) - BASE
-        replies.setdefault(i, []).append(r["t"])
-    each = sorted((sent[i], (min(ts) - sent[i]) * 1e3)
-                  for i, ts in replies.items() if i in sent)
-    if dump:
-        with open(dump, "w") as f:
-            for t, ms in each:
-                f.write("%.6f\t%.3f\n" % (t, ms))
-    lat = sorted(ms for _, ms in each)
-    dup = sum(len(ts) - 1 for ts in replies.values())
-    print("@@ turns=%d replied=%d duplicates=%d p50_ms=%.1f p99_ms=%.1f "
-          "max_ms=%.1f" % (len(sent), len(lat), dup, pct(lat, 0.5),
-                           pct(lat, 0.99), lat[-1] if lat else float("nan")))
-
-
-def inflight(llm):
-    reqs = [r for r in requests(llm) if r["path"].endswith("/messages")]
-    ev = sorted([(r["t"], 1) for r in reqs] +
-                [(r.get("t_end") or r["t"] + 2.0, -1) for r in reqs])
-    cur = peak = 0
-    for _, d in ev:
-        cur += d
-        peak = max(peak, cur)
-    ts = sorted(r["t"] for r in reqs)
-    spread = ts[-1] - ts[0] if ts else 0
-    print("@@ llm_requests=%d peak_in_flight=%d arrivals_over_s=%.2f" %
-          (len(reqs), peak, spread))
+            sent.setdefault(first + int(i), float(t))
+    if not sent:
+        print("@@ rate=%d sent=0 pass=0" % rate)
+        return
+    t0 = min(sent.values())
+    end = t0 + secs
+    got, dup = {}, 0
+    with open(replies_log) as f:
+        for line in f:
+            to, kind, t = line.rstrip("\n").split("\t")
+            i = int(to.lstrip("+")) - BASE
+            if kind != "text" or i not in sent:
+                continue
+            if i in got:
+                dup += 1
+            got[i] = min(got.get(i, float("inf")), float(t))
+    inf = float("inf")
+    lat = sorted((got[i] - sent[i]) * 1e3 if got.get(i, inf) <= end + drain
+                 else inf for i in sent)
+    late = sum(1 for x in lat if x == inf)
+    sched = sorted(sent.values())
+    arr = sorted(got.values())
+    samples, a, b = [], 0, 0
+    for k in range(int(secs * 10) + 1):
+        t = t0 + k / 10.0
+        while a < len(sched) and sched[a] <= t:
+            a += 1
+        while b < len(arr) and arr[b] <= t:
+            b += 1
+        samples.append(a - b)
+    q = max(1, len(samples) // 4)
+    first_q = sum(samples[:q]) / q
+    last_q = sum(samples[-q:]) / q
+    growing = last_q - first_q > rate / 20.0
+    p50, p99 = pct(lat, 0.5), pct(lat, 0.99)
+    ok = late == 0 and p99 < 100 and not growing
+    print("@@ rate=%d sent=%d replied=%d late=%d duplicates=%d p50_ms=%.1f "
+          "p99_ms=%.1f max_ms=%.1f backlog_first=%.0f backlog_last=%.0f "
+          "growing=%d pass=%d" % (rate, len(sent), len(got), late, dup, p50,
+                                  p99, lat[-1], first_q, last_q, growing,
+                                  ok))
 
 
 def steps(path):
@@ -119,9 +128,9 @@ if __name__ == "__main__":
     if cmd == "payloads":
         payloads(int(sys.argv[2]), sys.argv[3], sys.argv[4],
                  int(sys.argv[5]) if len(sys.argv) > 5 else 0)
-    elif cmd == "latency":
-        latency(*sys.argv[2:5])
-    elif cmd == "inflight":
-        inflight(sys.argv[2])
+    elif cmd == "step":
+        step(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
+             float(sys.argv[6]),
+             float(sys.argv[7]) if len(sys.argv) > 7 else 1.0)
     elif cmd == "steps":
         steps(sys.argv[2])
