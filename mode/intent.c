@@ -604,6 +604,7 @@ feats_build(const struct lexicon *lex, const struct norm_text *nt,
 	const char	*w, *name;
 	size_t		 wl, i, scope = 0;
 	int		 k;
+	char		 pol;
 
 	feats_text(f, nt->text);
 	/* Words in a negation's scope are features of their own ("nao ..
@@ -634,10 +635,16 @@ feats_build(const struct lexicon *lex, const struct norm_text *nt,
 	if (memchr(ctx, '?', ctxlen) != NULL)
 		feats_add(f, 'q', "?", 1);
 	text_normalize(ctx, ctxlen, cbuf, sizeof cbuf);
+	/* A yes or a no means what Julia asked: its polarity joined with
+	 * each of her words ("s" after "quer que eu pare?" is an opt-out). */
+	pol = score[INTENT_CONFIRMACAO] > 0 ? 'Y' :
+	    score[INTENT_RECUSA] > 0 ? 'N' : 0;
 	for (w = cbuf; *w != '\0'; w += wl + (w[wl] == ' ')) {
 		if ((wl = strcspn(w, " ")) == 0)
 			break;
 		feats_add(f, 'x', w, wl);
+		if (pol != 0)
+			feats_add(f, pol, w, wl);
 	}
 }
 

@@ -46,9 +46,10 @@ atmost() {
 echo "1..16"
 tests/corpus/measure.sh intent $c/messages/a7.tsv > "$tmp/dev_i"
 tests/corpus/measure.sh guard $c/replies/a7.tsv > "$tmp/dev_g"
-tests/corpus/measure.sh intent $c/messages/a4.tsv $c/messages/a8.tsv \
+blind=$(awk '$1 == "blind" { print $2 }' $c/SPLITS)
+tests/corpus/measure.sh intent $(for a in $blind; do echo $c/messages/$a.tsv; done) \
     > "$tmp/blind_i"
-tests/corpus/measure.sh guard $c/replies/a4.tsv $c/replies/a8.tsv \
+tests/corpus/measure.sh guard $(for a in $blind; do echo $c/replies/$a.tsv; done) \
     > "$tmp/blind_g"
 tests/corpus/measure.sh intent $c/messages/*.tsv > "$tmp/all_i"
 

@@ -33,5 +33,5 @@ for held in $authors; do
 	printf '%s: ' "$held"
 	MODEGATE_RULES_DIR=$tmp/r MODEGATE_BIN=$bin \
 	    tests/corpus/measure.sh $kind tests/corpus/$dir/$held.tsv |
-	    grep '^summary'
+	    grep -E '^summary|^# '
 done
