@@ -71,6 +71,7 @@ struct lexicon {
 	size_t		 npats;
 	struct lex_abbr	*abbr;
 	size_t		 nabbr;
+	size_t		 abbr_max;	/* the longest abbreviated word */
 	char		 neg[LEX_NEG_MAX][LEX_WORD];
 	size_t		 nneg;
 	int		 window;
@@ -143,8 +144,8 @@ lex_load_abbr(struct lexicon *lex, const struct flat *f, struct diag *d)
 		else if (lex_one_word(e->val, a->to, sizeof a->to, true) == -1)
 			diag_add(d, f->file, e->path,
 			    "expansion is empty or too long");
-		else
-			lex->nabbr++;
+		else if (++lex->nabbr, strlen(a->from) > lex->abbr_max)
+			lex->abbr_max = strlen(a->from);
 	}
 	qsort(lex->abbr, lex->nabbr, sizeof *lex->abbr, abbr_cmp);
 }
@@ -443,7 +444,7 @@ norm_append(const struct lexicon *lex, struct norm_text *nt, const char *w,
 
 	s = w;
 	n = len;
-	if (len < sizeof key.from) {
+	if (len <= lex->abbr_max) {
 		memcpy(key.from, w, len);
 		key.from[len] = '\0';
 		if ((a = bsearch(&key, lex->abbr, lex->nabbr, sizeof *a,
@@ -464,6 +465,12 @@ norm_append(const struct lexicon *lex, struct norm_text *nt, const char *w,
 			nt->clause[nt->nwords++] = clause;
 }
 
+/* The bytes that end a clause. */
+static const bool clause_end[256] = {
+	[','] = true, [';'] = true, ['.'] = true, ['!'] = true, ['?'] = true,
+	['\n'] = true,
+};
+
 /* Normalise text clause by clause into nt. */
 static void
 norm_clauses(const struct lexicon *lex, const char *text, size_t len,
@@ -478,7 +485,7 @@ norm_clauses(const struct lexicon *lex, const char *text, size_t len,
 	nt->nwords = 0;
 	nt->text[0] = '\0';
 	while (p < end) {
-		for (q = p; q < end && strchr(",;.!?\n", *q) == NULL; q++)
+		for (q = p; q < end && !clause_end[(unsigned char)*q]; q++)
 			;
 		text_normalize(p, (size_t)(q - p), tmp, sizeof tmp);
 		for (w = tmp; *w != '\0'; w += wl + (w[wl] == ' ')) {
