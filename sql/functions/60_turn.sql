@@ -43,67 +43,9 @@
 CREATE OR REPLACE FUNCTION mg_claim(p_worker text, p_lease_seconds int,
     p_window_ms int, p_limit int) RETURNS SETOF jsonb
 LANGUAGE plpgsql AS $$
-DECLARE
-	until	timestamptz := now() + make_interval(secs => p_lease_seconds);
 BEGIN
-	-- A lost claim is harmless (the row is still due and is claimed
-	-- again), so this transaction need not wait for its WAL flush; the
-	-- commits that must be durable (ingest, mg_commit_turn,
-	-- mg_outbox_result) keep synchronous_commit on.
-	PERFORM set_config('synchronous_commit', 'off', true);
-	IF p_worker IS NULL OR p_worker = '' THEN
-		RAISE EXCEPTION 'mg_claim: worker name required';
-	END IF;
-	PERFORM mg_link_inbox();
-	RETURN QUERY
-	WITH cand AS MATERIALIZED (
-		SELECT cv.id, cv.open_first_id AS ord
-		FROM conversations cv
-		WHERE cv.open_first_id IS NOT NULL
-		    AND (cv.lease_until IS NULL OR cv.lease_until < now())
-		    AND (cv.next_attempt_at IS NULL OR cv.next_attempt_at <= now())
-		    AND cv.open_newest <= now() -
-			make_interval(secs => p_window_ms / 1000.0)
-		ORDER BY cv.open_first_id
-		LIMIT p_limit
-		FOR NO KEY UPDATE OF cv SKIP LOCKED
-	), picked AS MATERIALIZED (
-		-- at most 20 per conversation; the rest come in the next turn
-		SELECT m.id, m.state, c.id AS cid, c.ord
-		FROM cand c CROSS JOIN LATERAL (
-			SELECT i.id, i.state FROM inbox i
-			WHERE i.conversation_id = c.id
-			    AND i.state IN ('pending', 'claimed')
-			ORDER BY coalesce(i.wa_timestamp, i.received_at),
-			    i.received_at, i.id
-			LIMIT 20
-			FOR UPDATE) m
-	), upd AS (
-		UPDATE inbox i SET state = 'claimed', claimed_by = p_worker,
-		    claimed_at = now(),
-		    attempts = i.attempts + (p.state = 'claimed')::int,
-		    last_error = CASE WHEN p.state = 'claimed' THEN
-			'lease of ' || coalesce(i.claimed_by, '?') ||
-			' expired' ELSE i.last_error END
-		FROM picked p WHERE p.id = i.id
-		RETURNING i.id, p.cid, p.ord, i.attempts,
-		    p.state = 'claimed' AS retaken,
-		    coalesce(i.wa_timestamp, i.received_at) AS t1,
-		    i.received_at AS t2
-	), lease AS (
-		UPDATE conversations cv SET lease_owner = p_worker,
-		    lease_until = until
-		WHERE cv.id IN (SELECT cid FROM picked)
-		RETURNING cv.id
-	)
-	SELECT jsonb_build_object('conversation_id', u.cid,
-	    'inbox_ids', to_jsonb(array_agg(u.id ORDER BY u.t1, u.t2, u.id)),
-	    'lease_until', until, 'attempts', max(u.attempts),
-	    'retaken', bool_or(u.retaken))
-	FROM upd u
-	WHERE u.cid IN (SELECT id FROM lease)
-	GROUP BY u.cid, u.ord
-	ORDER BY u.ord;
+	RETURN QUERY SELECT * FROM mg_claim_limited(p_worker, p_lease_seconds,
+	    p_window_ms, p_limit, 0, 0);
 END $$;
 
 -- mg_renew_lease(worker, conversation_id, lease_seconds): extend a live
@@ -152,14 +94,32 @@ END $$;
 -- History starts at conversations.context_since when set (mg_release).
 -- NULL when the conversation does not exist.
 -- In PL/pgSQL: a LANGUAGE sql function that cannot be inlined is planned
--- again at every call, and this one is planned once per claim (0.8 ms of
--- its 0.9); PL/pgSQL keeps the plan for the session.
+-- again at every call; PL/pgSQL keeps the plan for the session.
+-- One turn of mg_contexts (below).
 CREATE OR REPLACE FUNCTION mg_context(p_conversation_id bigint,
     p_inbox_ids bigint[],
     p_history int) RETURNS jsonb
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-	RETURN (SELECT jsonb_build_object(
+	RETURN (SELECT x.context FROM mg_contexts(ARRAY[jsonb_build_object(
+	    'conversation_id', p_conversation_id,
+	    'inbox_ids', to_jsonb(p_inbox_ids))], p_history) x);
+END $$;
+
+-- mg_contexts(turns, history): mg_context of many turns in one query
+-- (what a claim of 100 turns reads: one plan, not 100 calls). p_turns:
+-- objects with "conversation_id" and "inbox_ids" (a claim's rows); one
+-- row per turn whose conversation exists, k its position in p_turns.
+CREATE OR REPLACE FUNCTION mg_contexts(p_turns jsonb[], p_history int)
+RETURNS TABLE (k bigint, context jsonb)
+LANGUAGE plpgsql STABLE
+-- One plan for any number of turns (a nested loop of index probes per
+-- turn): PostgreSQL would otherwise plan it again at every call, as the
+-- array's size changes the estimate (0.75 ms of a one-turn claim's 2.4).
+SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+	RETURN QUERY
+	SELECT t.k, jsonb_build_object(
 	    'conversation', jsonb_build_object(
 		'id', c.id, 'phone_number_id', c.phone_number_id,
 		'wa_id', c.wa_id, 'user_id', c.user_id,
@@ -189,19 +149,20 @@ BEGIN
 			< f.percent AS inr) r
 		WHERE f.name = 'conversation_mode_enabled'),
 	    'memory', coalesce((SELECT jsonb_agg(m.fact ORDER BY m.id)
-		FROM (SELECT id, fact FROM doctor_memory
-		    WHERE conversation_id = c.id ORDER BY id DESC LIMIT 50) m),
+		FROM (SELECT dm.id, dm.fact FROM doctor_memory dm
+		    WHERE dm.conversation_id = c.id ORDER BY dm.id DESC
+		    LIMIT 50) m),
 		'[]'),
 	    'history', coalesce((SELECT jsonb_agg(jsonb_build_object(
 		    'at', h.at, 'direction', h.direction, 'text', h.text)
 		    ORDER BY h.at, h.inbox_id, h.outbox_id)
-		FROM (SELECT * FROM transcript t
-		    WHERE t.conversation_id = c.id
-			AND (c.context_since IS NULL OR t.at >= c.context_since)
-			AND (t.inbox_id IS NULL OR
-			    t.inbox_id <> ALL (coalesce(p_inbox_ids, '{}')))
-		    ORDER BY t.at DESC, t.inbox_id DESC NULLS LAST,
-			t.outbox_id DESC NULLS LAST
+		FROM (SELECT * FROM transcript tr
+		    WHERE tr.conversation_id = c.id
+			AND (c.context_since IS NULL OR tr.at >= c.context_since)
+			AND (tr.inbox_id IS NULL OR
+			    tr.inbox_id <> ALL (z.ids))
+		    ORDER BY tr.at DESC, tr.inbox_id DESC NULLS LAST,
+			tr.outbox_id DESC NULLS LAST
 		    LIMIT greatest(p_history, 0)) h), '[]'),
 	    'messages', coalesce((SELECT jsonb_agg(jsonb_build_object(
 		    'id', i.id, 'wamid', i.wamid, 'type', i.msg_type,
@@ -211,11 +172,15 @@ BEGIN
 		    'raw', i.raw)
 		    ORDER BY coalesce(i.wa_timestamp, i.received_at),
 			i.received_at, i.id)
-		FROM inbox i
-		WHERE i.id = ANY (p_inbox_ids) AND i.conversation_id = c.id),
+		FROM unnest(z.ids) AS u(id) JOIN inbox i ON i.id = u.id
+		WHERE i.conversation_id = c.id),
 		'[]'))
-	FROM conversations c
-	WHERE c.id = p_conversation_id);
+	FROM unnest(p_turns) WITH ORDINALITY AS t(r, k)
+	CROSS JOIN LATERAL (SELECT ARRAY(SELECT x::bigint
+	    FROM jsonb_array_elements_text(coalesce(t.r -> 'inbox_ids',
+		'[]')) x) AS ids) z
+	JOIN conversations c ON c.id = (t.r ->> 'conversation_id')::bigint
+	ORDER BY t.k;
 END $$;
 
 -- Commit -----------------------------------------------------------------
@@ -383,9 +348,7 @@ CREATE OR REPLACE FUNCTION mg_commit_turn(p_worker text, p_conversation_id bigin
 LANGUAGE plpgsql AS $$
 DECLARE
 	cv	conversations;
-	e	jsonb;
-	oids	bigint[] := '{}';
-	oid	bigint;
+	oids	bigint[];
 	nh	int;
 	ndone	int;
 	last_in	bigint;
@@ -413,13 +376,16 @@ BEGIN
 
 	PERFORM mg_apply_conversation(cv.id, p_turn -> 'conversation');
 
-	FOR e IN SELECT * FROM jsonb_array_elements(mg_arr(p_turn, 'audit')) LOOP
-		INSERT INTO audit_log (conversation_id, inbox_id, step, decision,
-		    reason, details)
-		VALUES (cv.id, coalesce((e ->> 'inbox_id')::bigint, last_in),
-		    e ->> 'step', e ->> 'decision', e ->> 'reason',
-		    coalesce(e -> 'details', '{}'));
-	END LOOP;
+	-- One statement per kind of row, not one per row (the rows keep
+	-- the turn's order: ids follow it).
+	INSERT INTO audit_log (conversation_id, inbox_id, step, decision,
+	    reason, details)
+	SELECT cv.id, coalesce((e ->> 'inbox_id')::bigint, last_in),
+	    e ->> 'step', e ->> 'decision', e ->> 'reason',
+	    coalesce(e -> 'details', '{}')
+	FROM jsonb_array_elements(mg_arr(p_turn, 'audit')) WITH ORDINALITY
+	    AS x(e, n)
+	ORDER BY x.n;
 
 	INSERT INTO funnel_events (conversation_id, vaga_id, status, doctor_key,
 	    responsavel, metadata)
@@ -436,16 +402,19 @@ BEGIN
 
 	nh := mg_apply_handoffs(cv, mg_arr(p_turn, 'handoffs'), last_in);
 
-	FOR e IN SELECT * FROM jsonb_array_elements(mg_arr(p_turn, 'outbox')) LOOP
+	WITH ins AS (
 		INSERT INTO outbox (conversation_id, inbox_id, kind, payload,
 		    to_key, phone_number_id)
-		VALUES (cv.id, coalesce((e ->> 'inbox_id')::bigint, last_in),
+		SELECT cv.id, coalesce((e ->> 'inbox_id')::bigint, last_in),
 		    coalesce(e ->> 'kind', 'text'),
 		    mg_complete_payload(e -> 'payload', cv.wa_id), cv.wa_id,
-		    cv.phone_number_id)
-		RETURNING id INTO oid;
-		oids := oids || oid;
-	END LOOP;
+		    cv.phone_number_id
+		FROM jsonb_array_elements(mg_arr(p_turn, 'outbox'))
+		    WITH ORDINALITY AS x(e, n)
+		ORDER BY x.n
+		RETURNING id
+	)
+	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO oids FROM ins;
 
 	-- Only this conversation's messages change, and its row is locked
 	-- since the first statement: the UPDATE below keeps its open
@@ -469,11 +438,11 @@ BEGIN
 		ELSE greatest(last_inbound_at, newest) END,
 	    lease_owner = NULL, lease_until = NULL, next_attempt_at = NULL,
 	    open_first_id = (SELECT i.id FROM inbox i
-		WHERE i.conversation_id = cv.id
+		WHERE i.conversation_id = cv.id AND i.done_at IS NULL
 		    AND i.state IN ('pending', 'claimed')
 		ORDER BY i.conversation_id, i.id LIMIT 1),
 	    open_newest = (SELECT max(i.received_at) FROM inbox i
-		WHERE i.conversation_id = cv.id
+		WHERE i.conversation_id = cv.id AND i.done_at IS NULL
 		    AND i.state IN ('pending', 'claimed'))
 	WHERE id = cv.id;
 
@@ -609,23 +578,117 @@ END $$;
 
 -- mg_claim_limited(worker, lease_seconds, window_ms, limit, turns,
 -- window_s): mg_claim, then each new turn is counted against its sender
--- (mg_sender_turn). A take-over (retaken) is the same turn, not a new
--- one. p_turns 0: no limit (mg_claim alone).
+-- (as mg_sender_turn does, for every turn in one statement). A take-over
+-- (retaken) is the same turn, not a new one. p_turns 0: no limit
+-- (mg_claim alone).
+--
+-- One statement picks, leases and counts every turn (sql/0019): the
+-- claim of 100 turns costs one plan, not 100 function calls. The inbox
+-- rows are not locked before their UPDATE (the UPDATE locks them and
+-- re-checks that they are still open); moving pending to claimed leaves
+-- the open set of each conversation as it was, so the inbox trigger
+-- stands aside (modegate.open_kept) while it runs.
 CREATE OR REPLACE FUNCTION mg_claim_limited(p_worker text, p_lease_seconds int,
     p_window_ms int, p_limit int, p_turns int, p_window_s int)
 RETURNS SETOF jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
-	r	jsonb;
+	until	timestamptz := now() + make_interval(secs => p_lease_seconds);
+	win	interval := make_interval(secs => p_window_ms / 1000.0);
 BEGIN
-	FOR r IN SELECT * FROM mg_claim(p_worker, p_lease_seconds, p_window_ms,
-	    p_limit) LOOP
-		IF p_turns > 0 AND NOT (r ->> 'retaken')::boolean THEN
-			PERFORM mg_sender_turn((r ->> 'conversation_id')::bigint,
-			    r -> 'inbox_ids', p_turns, p_window_s, p_window_ms);
-		END IF;
-		RETURN NEXT r;
-	END LOOP;
+	-- A lost claim is harmless (the row is still due and is claimed
+	-- again), so this transaction need not wait for its WAL flush; the
+	-- commits that must be durable (ingest, mg_commit_turn,
+	-- mg_outbox_result) keep synchronous_commit on.
+	PERFORM set_config('synchronous_commit', 'off', true);
+	IF p_worker IS NULL OR p_worker = '' THEN
+		RAISE EXCEPTION 'mg_claim: worker name required';
+	END IF;
+	PERFORM mg_link_inbox();
+	PERFORM set_config('modegate.open_kept', 'on', true);
+	RETURN QUERY
+	WITH cand AS MATERIALIZED (
+		SELECT cv.id, cv.ctid AS tid, cv.open_first_id AS ord,
+		    cv.next_turn_at, cv.turn_starts
+		FROM conversations cv
+		WHERE cv.open_first_id IS NOT NULL
+		    AND (cv.lease_until IS NULL OR cv.lease_until < now())
+		    AND (cv.next_attempt_at IS NULL OR cv.next_attempt_at <= now())
+		    AND cv.open_newest <= now() - win
+		ORDER BY cv.open_first_id
+		LIMIT p_limit
+		FOR NO KEY UPDATE OF cv SKIP LOCKED
+	), picked AS MATERIALIZED (
+		-- at most 20 per conversation; the rest come in the next turn
+		SELECT m.id, m.tid, m.state, m.received_at, c.id AS cid, c.ord
+		FROM cand c CROSS JOIN LATERAL (
+			SELECT i.id, i.ctid AS tid, i.state, i.received_at
+			FROM inbox i
+			WHERE i.conversation_id = c.id AND i.done_at IS NULL
+			    AND i.state IN ('pending', 'claimed')
+			ORDER BY coalesce(i.wa_timestamp, i.received_at),
+			    i.received_at, i.id
+			LIMIT 20) m
+	), upd AS (
+		UPDATE inbox i SET state = 'claimed', claimed_by = p_worker,
+		    claimed_at = now(),
+		    attempts = i.attempts + (p.state = 'claimed')::int,
+		    last_error = CASE WHEN p.state = 'claimed' THEN
+			'lease of ' || coalesce(i.claimed_by, '?') ||
+			' expired' ELSE i.last_error END
+		FROM picked p
+		WHERE i.ctid = p.tid AND i.state IN ('pending', 'claimed')
+		RETURNING i.id, p.cid, p.ord, i.attempts,
+		    p.state = 'claimed' AS retaken,
+		    coalesce(i.wa_timestamp, i.received_at) AS t1,
+		    i.received_at AS t2
+	), turns AS MATERIALIZED (
+		-- per conversation: a new turn (not a take-over) counted
+		-- against its sender; the messages its hold delayed; the
+		-- sender's turn starts with this one, the last p_turns kept
+		SELECT c.id AS cid, c.tid, c.ord, c.next_turn_at,
+		    p_turns > 0 AND NOT bool_or(p.state = 'claimed') AS counted,
+		    count(*) AS messages,
+		    count(*) FILTER (WHERE p.received_at + win <
+			c.next_turn_at) AS held,
+		    min(p.id) FILTER (WHERE p.received_at + win <
+			c.next_turn_at) AS first,
+		    (c.turn_starts || now())[greatest(cardinality(
+			c.turn_starts || now()) - p_turns + 1, 1):] AS starts
+		FROM cand c JOIN picked p ON p.cid = c.id
+		GROUP BY c.id, c.tid, c.ord, c.next_turn_at, c.turn_starts
+	), lease AS (
+		UPDATE conversations cv SET lease_owner = p_worker,
+		    lease_until = until,
+		    turn_starts = CASE WHEN t.counted THEN t.starts
+			ELSE cv.turn_starts END,
+		    next_turn_at = CASE WHEN NOT t.counted THEN cv.next_turn_at
+			WHEN cardinality(t.starts) >= p_turns THEN
+			    t.starts[1] + make_interval(secs => p_window_s) END
+		FROM turns t
+		WHERE cv.ctid = t.tid
+		RETURNING cv.id
+	), held AS (
+		INSERT INTO audit_log (conversation_id, inbox_id, step,
+		    decision, reason, details)
+		SELECT t.cid, t.first, 'worker', 'rate_limited',
+		    format('sender over %s turns in %s s', p_turns, p_window_s),
+		    jsonb_build_object('held', t.held, 'messages', t.messages,
+			'held_until', t.next_turn_at, 'turns', p_turns,
+			'window_s', p_window_s)
+		FROM turns t
+		WHERE t.counted AND t.held > 0
+		ORDER BY t.ord
+	)
+	SELECT jsonb_build_object('conversation_id', u.cid,
+	    'inbox_ids', to_jsonb(array_agg(u.id ORDER BY u.t1, u.t2, u.id)),
+	    'lease_until', until, 'attempts', max(u.attempts),
+	    'retaken', bool_or(u.retaken))
+	FROM upd u
+	WHERE u.cid IN (SELECT id FROM lease)
+	GROUP BY u.cid, u.ord
+	ORDER BY u.ord;
+	PERFORM set_config('modegate.open_kept', '', true);
 END $$;
 
 -- mg_claim_turns(worker, lease_seconds, window_ms, limit, turns,
@@ -645,48 +708,54 @@ CREATE OR REPLACE FUNCTION mg_claim_turns(p_worker text, p_lease_seconds int,
     p_history int, p_max_attempts int) RETURNS SETOF jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
+	turns	jsonb[];
 	r	jsonb;
+	j	int;
 	cid	bigint;
 	ids	bigint[];
 	ndead	int;
 BEGIN
-	FOR r IN SELECT * FROM mg_claim_limited(p_worker, p_lease_seconds,
-	    p_window_ms, p_limit, p_turns, p_window_s) LOOP
+	turns := ARRAY(SELECT * FROM mg_claim_limited(p_worker,
+	    p_lease_seconds, p_window_ms, p_limit, p_turns, p_window_s));
+	-- Take-overs (rare) one by one; every context in one query below.
+	FOR j IN 1 .. coalesce(cardinality(turns), 0) LOOP
+		r := turns[j];
+		CONTINUE WHEN NOT (r ->> 'retaken')::boolean;
 		cid := (r ->> 'conversation_id')::bigint;
 		ids := ARRAY(SELECT x::bigint FROM
 		    jsonb_array_elements_text(r -> 'inbox_ids') x);
-		IF (r ->> 'retaken')::boolean THEN
-			WITH d AS (
-				UPDATE inbox SET state = 'dead', done_at = now()
-				WHERE id = ANY (ids)
-				    AND attempts >= p_max_attempts
-				RETURNING id, last_error
-			), a AS (
-				INSERT INTO audit_log (conversation_id, inbox_id,
-				    step, decision, reason, details)
-				SELECT cid, d.id, 'worker', 'dead', d.last_error,
-				    jsonb_build_object('max_attempts',
-					p_max_attempts, 'worker', p_worker,
-					'retaken', true)
-				FROM d
-			)
-			SELECT count(*) INTO ndead FROM d;
-			IF ndead = cardinality(ids) THEN
-				UPDATE conversations SET lease_owner = NULL,
-				    lease_until = NULL
-				WHERE id = cid;
-				CONTINUE;
-			ELSIF ndead > 0 THEN
-				ids := ARRAY(SELECT id FROM inbox
-				    WHERE id = ANY (ids) AND state = 'claimed'
-				    ORDER BY coalesce(wa_timestamp, received_at),
-					received_at, id);
-				r := jsonb_set(r, '{inbox_ids}', to_jsonb(ids));
-			END IF;
+		WITH d AS (
+			UPDATE inbox SET state = 'dead', done_at = now()
+			WHERE id = ANY (ids)
+			    AND attempts >= p_max_attempts
+			RETURNING id, last_error
+		), a AS (
+			INSERT INTO audit_log (conversation_id, inbox_id,
+			    step, decision, reason, details)
+			SELECT cid, d.id, 'worker', 'dead', d.last_error,
+			    jsonb_build_object('max_attempts',
+				p_max_attempts, 'worker', p_worker,
+				'retaken', true)
+			FROM d
+		)
+		SELECT count(*) INTO ndead FROM d;
+		IF ndead = cardinality(ids) THEN
+			UPDATE conversations SET lease_owner = NULL,
+			    lease_until = NULL
+			WHERE id = cid;
+			turns[j] := NULL;
+		ELSIF ndead > 0 THEN
+			ids := ARRAY(SELECT id FROM inbox
+			    WHERE id = ANY (ids) AND state = 'claimed'
+			    ORDER BY coalesce(wa_timestamp, received_at),
+				received_at, id);
+			turns[j] := jsonb_set(r, '{inbox_ids}', to_jsonb(ids));
 		END IF;
-		RETURN NEXT r || jsonb_build_object('context',
-		    mg_context(cid, ids, p_history));
 	END LOOP;
+	RETURN QUERY
+	SELECT turns[x.k] || jsonb_build_object('context', x.context)
+	FROM mg_contexts(turns, p_history) x
+	ORDER BY x.k;
 END $$;
 
 -- mg_start_read(worker, conversation_id, inbox_id, sender,

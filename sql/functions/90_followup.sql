@@ -27,7 +27,7 @@ $$;
 CREATE OR REPLACE FUNCTION mg_inbound_open(p_conv conversations) RETURNS boolean
 LANGUAGE sql STABLE AS $$
 	SELECT EXISTS (SELECT 1 FROM inbox i
-		WHERE i.conversation_id = p_conv.id
+		WHERE i.conversation_id = p_conv.id AND i.done_at IS NULL
 		    AND i.state IN ('pending', 'claimed'))
 	    OR EXISTS (SELECT 1 FROM inbox i
 		WHERE i.conversation_id IS NULL
