@@ -349,15 +349,19 @@ claim_violated(const struct claim *c, const struct match_text *mt,
 
 	if (question && c->skip_questions)
 		return false;
+	/* The patterns first: most clauses match none, and then the
+	 * exceptions need no look. */
+	for (i = 0; i < c->npat; i++)
+		if (match_filter_test(&c->patf[i], mt) &&
+		    match_find_text(&c->pat[i], mt, 0, NULL, NULL))
+			break;
+	if (i == c->npat)
+		return false;
 	for (i = 0; i < c->nallow; i++)
 		if (match_filter_test(&c->allowf[i], mt) &&
 		    match_find_text(&c->allow[i], mt, 0, NULL, NULL))
 			return false;
-	for (i = 0; i < c->npat; i++)
-		if (match_filter_test(&c->patf[i], mt) &&
-		    match_find_text(&c->pat[i], mt, 0, NULL, NULL))
-			return true;
-	return false;
+	return true;
 }
 
 /* The claims (all of them) whose rules fire in some clause of reply. */
@@ -381,6 +385,119 @@ rules_hits(const struct claims *cl, const char *reply, size_t len, bool *hit)
 	}
 }
 
+/* True when w (len bytes) is one of the NULL-terminated list. */
+static bool
+word_in(const char *const *list, const char *w, size_t len)
+{
+	for (; *list != NULL; list++)
+		if ((*list)[0] == w[0] && strncmp(*list, w, len) == 0 &&
+		    (*list)[len] == '\0')
+			return true;
+	return false;
+}
+
+static const char *const cue_neg[] = {
+	"nao", "nem", "nunca", "jamais", "sem", "ninguem", NULL
+};
+/* Weekdays, months, today and tomorrow: "<dia>". */
+static const char *const cue_day[] = {
+	"segunda", "terca", "quarta", "quinta", "sexta", "sabado", "domingo",
+	"hoje", "amanha", "feriado", "janeiro", "fevereiro", "marco", "abril",
+	"maio", "junho", "julho", "agosto", "setembro", "outubro", "novembro",
+	"dezembro", NULL
+};
+/* The first letters of cue_day's words and cue_neg's, a bit a letter. */
+#define CUE_BIT(c)	(1u << ((c) - 'a'))
+#define CUE_DAY_FIRST	(CUE_BIT('s') | CUE_BIT('t') | CUE_BIT('q') | \
+			 CUE_BIT('d') | CUE_BIT('h') | CUE_BIT('a') | \
+			 CUE_BIT('f') | CUE_BIT('j') | CUE_BIT('m') | \
+			 CUE_BIT('o') | CUE_BIT('n'))
+#define CUE_NEG_FIRST	(CUE_BIT('n') | CUE_BIT('j') | CUE_BIT('s'))
+
+/* The bit of w's first letter (0 for anything but a-z). */
+static uint32_t
+cue_first(const char *w)
+{
+	return w[0] >= 'a' && w[0] <= 'z' ? CUE_BIT(w[0]) : 0;
+}
+
+/*
+ * The class of word w (len bytes) into cls: "<dia>" for a weekday, a
+ * month, today or tomorrow; for a word with digits, the word with each
+ * run of digits as one 0 ("1k7" "0k0", "19h" "0h", "450" "0"); else "".
+ */
+static size_t
+cue_class(const char *w, size_t len, char *cls, size_t clslen)
+{
+	size_t	k, n = 0;
+
+	if ((cue_first(w) & CUE_DAY_FIRST) && len >= 4 && len <= 9 &&
+	    word_in(cue_day, w, len)) {
+		memcpy(cls, "<dia>", 6);	/* clslen >= 6 */
+		return 5;
+	}
+	for (k = 0; k < len && (w[k] < '0' || w[k] > '9'); k++)
+		;
+	if (k == len) {
+		cls[0] = '\0';
+		return 0;
+	}
+	for (k = 0; k < len && n + 2 < clslen; k++)
+		if (w[k] < '0' || w[k] > '9')
+			cls[n++] = w[k];
+		else if (n == 0 || cls[n - 1] != '0')
+			cls[n++] = '0';
+	cls[n] = '\0';
+	return n;
+}
+
+/*
+ * The claims' cues, beside the words of norm (a normalised text): the
+ * words in a negation's scope (tag 'n': "nao consigo garantir" is no
+ * promise), and a number or a day as its class joined with the word
+ * before it (tag 'd') and after it (tag 'e'): "em 1 450" and "por 1k7"
+ * are "em 0" and "por 0k0", "na quinta" and "na sexta" both "na
+ * <dia>", so an amount or a date the train set never wrote is still one.
+ */
+static void
+feats_cues(struct feats *f, const char *norm)
+{
+	char		 buf[96], cls[24];
+	const char	*w, *prev = "<s>";
+	size_t		 wl, pl = 3, scope = 0, cn = 0, n;
+
+	for (w = norm; *w != '\0'; w += wl + (w[wl] == ' ')) {
+		if ((wl = strcspn(w, " ")) == 0)
+			break;
+		if (cn > 0 && cn + 1 + wl < sizeof buf) {
+			/* The class of the word before, with this word. */
+			memcpy(buf + cn + 1, w, wl);
+			feats_add(f, 'e', buf, cn + 1 + wl);
+		}
+		cn = 0;
+		if ((cue_first(w) & CUE_NEG_FIRST) && wl <= 7 &&
+		    word_in(cue_neg, w, wl))
+			scope = 3;
+		else if (scope > 0) {
+			feats_add(f, 'n', w, wl);
+			scope--;
+		}
+		if ((n = cue_class(w, wl, cls, sizeof cls)) > 0 &&
+		    pl + 1 + n < sizeof buf) {
+			memcpy(buf, prev, pl);
+			buf[pl] = ' ';
+			memcpy(buf + pl + 1, cls, n);
+			feats_add(f, 'd', buf, pl + 1 + n);
+			/* "CLASS " for the next word's 'e'. */
+			memcpy(buf, cls, n);
+			buf[n] = ' ';
+			cn = n;
+		}
+		prev = w;
+		pl = wl < 48 ? wl : 48;
+	}
+}
+
 /* Features of the reply given the rules' hits. */
 static void
 feats_reply(const struct claims *cl, const char *reply, size_t len,
@@ -391,6 +508,7 @@ feats_reply(const struct claims *cl, const char *reply, size_t len,
 
 	text_normalize(reply, len, norm, sizeof norm);
 	feats_text(f, norm);
+	feats_cues(f, norm);
 	if (memchr(reply, '?', len) != NULL)
 		feats_add(f, 'q', "?", 1);
 	for (i = 0; i < cl->n; i++)
