@@ -364,24 +364,74 @@ claim_violated(const struct claim *c, const struct match_text *mt,
 	return true;
 }
 
-/* The claims (all of them) whose rules fire in some clause of reply. */
+/*
+ * A reply cut into clauses, each normalised once: the rules read each
+ * clause, the model the clauses joined by spaces.
+ */
+#define GUARD_NORM	((GUARD_CHUNK * 4 + 64) * 2)
+#define GUARD_CLAUSES	256
+
+struct clauses {
+	char	text[GUARD_NORM];	/* the clauses, NUL-terminated each */
+	size_t	start[GUARD_CLAUSES];
+	bool	question[GUARD_CLAUSES];
+	size_t	n, len;
+	bool	repeats;	/* a clause comes twice */
+};
+
+/* FNV-1a of a normalised clause. */
+static uint32_t
+clause_hash(const char *s)
+{
+	uint32_t	h = 2166136261u;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* Cut len bytes of reply into cs: its clauses that have words, normalised
+ * (as many as fit), and whether one repeats. */
 static void
-rules_hits(const struct claims *cl, const char *reply, size_t len, bool *hit)
+clauses_build(const char *reply, size_t len, struct clauses *cs)
+{
+	uint32_t	seen[GUARD_CLAUSES], h;
+	bool		question;
+	size_t		pos = 0, start, clen, k, i;
+
+	cs->n = cs->len = 0;
+	cs->repeats = false;
+	while (cs->n < GUARD_CLAUSES && GUARD_NORM - cs->len > 1 &&
+	    clause_next(reply, len, &pos, &start, &clen, &question)) {
+		k = text_normalize(reply + start, clen, cs->text + cs->len,
+		    GUARD_NORM - cs->len);
+		if (k == 0)
+			continue;
+		h = clause_hash(cs->text + cs->len);
+		for (i = 0; i < cs->n && seen[i] != h; i++)
+			;
+		cs->repeats = cs->repeats || i < cs->n;
+		seen[cs->n] = h;
+		cs->start[cs->n] = cs->len;
+		cs->question[cs->n++] = question;
+		cs->len += k + 1;
+	}
+}
+
+/* The claims (all of them) whose rules fire in some clause of cs. */
+static void
+clauses_rules(const struct claims *cl, const struct clauses *cs, bool *hit)
 {
 	struct match_text	mt;
-	char			norm[GUARD_CHUNK * 4 + 64];
-	bool			question;
-	size_t			pos = 0, start, clen, i;
+	size_t			c, i;
 
 	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
-	while (clause_next(reply, len, &pos, &start, &clen, &question)) {
-		if (text_normalize(reply + start, clen, norm, sizeof norm) == 0)
-			continue;
-		match_text_init(&mt, norm);
+	for (c = 0; c < cs->n; c++) {
+		match_text_init(&mt, cs->text + cs->start[c]);
 		for (i = 0; i < cl->n; i++)
 			if (!hit[i])
 				hit[i] = claim_violated(&cl->c[i], &mt,
-				    question);
+				    cs->question[c]);
 	}
 }
 
@@ -498,17 +548,20 @@ feats_cues(struct feats *f, const char *norm)
 	}
 }
 
-/* Features of the reply given the rules' hits. */
+/* Features of the reply (cut into cs) given the rules' hits; cs's text
+ * becomes the clauses joined by spaces. */
 static void
 feats_reply(const struct claims *cl, const char *reply, size_t len,
-    const bool *hit, struct feats *f)
+    struct clauses *cs, const bool *hit, struct feats *f)
 {
-	char	norm[2048];
 	size_t	i;
 
-	text_normalize(reply, len, norm, sizeof norm);
-	feats_text(f, norm);
-	feats_cues(f, norm);
+	for (i = 1; i < cs->n; i++)
+		cs->text[cs->start[i] - 1] = ' ';
+	if (cs->n == 0)
+		cs->text[0] = '\0';
+	feats_text(f, cs->text);
+	feats_cues(f, cs->text);
 	if (memchr(reply, '?', len) != NULL)
 		feats_add(f, 'q', "?", 1);
 	for (i = 0; i < cl->n; i++)
@@ -526,10 +579,12 @@ void
 guard_features(const struct claims *cl, const char *reply, size_t len,
     struct feats *f)
 {
-	bool	hit[GUARD_MAX_CLAIMS];
+	struct clauses	cs;
+	bool		hit[GUARD_MAX_CLAIMS];
 
-	rules_hits(cl, reply, len, hit);
-	feats_reply(cl, reply, len, hit, f);
+	clauses_build(reply, len, &cs);
+	clauses_rules(cl, &cs, hit);
+	feats_reply(cl, reply, len, &cs, hit, f);
 }
 
 int
@@ -537,6 +592,7 @@ guard_probs(const struct claims *cl, const int *which, size_t nwhich,
     const char *reply, size_t len, double *prob)
 {
 	struct feats	f;
+	struct clauses	cs;
 	bool		hit[GUARD_MAX_CLAIMS];
 	uint32_t	mask = 1;
 	size_t		i;
@@ -547,9 +603,10 @@ guard_probs(const struct claims *cl, const int *which, size_t nwhich,
 		if (which[i] >= 0 && (size_t)which[i] < cl->n &&
 		    which[i] + 1 < MODEL_MAX_LABELS)
 			mask |= 1u << (which[i] + 1);
-	rules_hits(cl, reply, len, hit);
+	clauses_build(reply, len, &cs);
+	clauses_rules(cl, &cs, hit);
 	feats_init(&f, NULL);
-	feats_reply(cl, reply, len, hit, &f);
+	feats_reply(cl, reply, len, &cs, hit, &f);
 	model_probs(cl->model, &f, mask, prob);
 	return 0;
 }
@@ -562,7 +619,7 @@ guard_probs(const struct claims *cl, const int *which, size_t nwhich,
  */
 static void
 guard_model_part(const struct claims *cl, const int *which, size_t nwhich,
-    const char *reply, size_t len, bool *hit)
+    const char *reply, size_t len, struct clauses *cs, bool *hit)
 {
 	struct feats	f;
 	bool		rule[GUARD_MAX_CLAIMS];
@@ -577,9 +634,9 @@ guard_model_part(const struct claims *cl, const int *which, size_t nwhich,
 		if (which[i] >= 0 && (size_t)which[i] < cl->n &&
 		    which[i] + 1 < MODEL_MAX_LABELS)
 			mask |= 1u << (which[i] + 1);
-	rules_hits(cl, reply, len, rule);
+	clauses_rules(cl, cs, rule);
 	feats_init(&f, NULL);
-	feats_reply(cl, reply, len, rule, &f);
+	feats_reply(cl, reply, len, cs, rule, &f);
 	model_probs(cl->model, &f, mask, prob);
 	thr = model_threshold(cl->model, 0);
 	if (prob[0] >= (thr > 0 ? thr : 0.5))
@@ -609,17 +666,6 @@ guard_model_part(const struct claims *cl, const int *which, size_t nwhich,
  * repeats of a friendly sentence are not a promise), a claim violated
  * when any part violates it.
  */
-/* FNV-1a of a normalised clause. */
-static uint32_t
-clause_hash(const char *s)
-{
-	uint32_t	h = 2166136261u;
-
-	for (; *s != '\0'; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 /*
  * A reply that repeats a clause says no more than once: when some clause
  * (normalised) comes again, out gets the reply without the repeats and
@@ -659,15 +705,26 @@ guard_model(const struct claims *cl, const int *which, size_t nwhich,
     const char *reply, size_t len, bool *hit)
 {
 	char			 once[GUARD_REPLY_MAX];
+	struct clauses		 cs;
 	bool			 part[GUARD_MAX_CLAIMS], question;
 	size_t			 pos = 0, start, clen, from = 0, i, n;
 
+	if (len <= GUARD_CHUNK) {
+		/* The common case: a short reply, its clauses cut once. */
+		clauses_build(reply, len, &cs);
+		if (!cs.repeats) {
+			guard_model_part(cl, which, nwhich, reply, len, &cs,
+			    hit);
+			return;
+		}
+	}
 	if ((n = guard_unrepeat(reply, len, once, sizeof once)) > 0) {
 		reply = once;
 		len = n;
 	}
 	if (len <= GUARD_CHUNK) {
-		guard_model_part(cl, which, nwhich, reply, len, hit);
+		clauses_build(reply, len, &cs);
+		guard_model_part(cl, which, nwhich, reply, len, &cs, hit);
 		return;
 	}
 	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
@@ -679,8 +736,9 @@ guard_model(const struct claims *cl, const int *which, size_t nwhich,
 				break;
 		if (pos - from > GUARD_CHUNK && start > from)
 			pos = start;
+		clauses_build(reply + from, pos - from, &cs);
 		guard_model_part(cl, which, nwhich, reply + from, pos - from,
-		    part);
+		    &cs, part);
 		for (i = 0; i < GUARD_MAX_CLAIMS; i++)
 			hit[i] = hit[i] || part[i];
 		from = pos;
