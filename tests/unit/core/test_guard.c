@@ -99,6 +99,12 @@ test_booking_confirmation(void **state)
 	    "confirma_reserva");
 	assert_string_equal(check(OFERTA, "pode contar que a vaga é sua"),
 	    "confirma_reserva");
+	/* Holding a shift is reserving it, whatever the verb. */
+	assert_string_equal(check(OFERTA,
+	    "fica tranquila que eu seguro o plantão até sexta"),
+	    "confirma_reserva");
+	assert_string_equal(check(OFERTA, "já bloqueei a data pra você"),
+	    "confirma_reserva");
 	assert_string_equal(check(OFERTA,
 	    "não consigo confirmar, quem confirma é o responsável"), "");
 }
@@ -131,6 +137,8 @@ test_owning_the_shift(void **state)
 	    "dona_da_vaga");
 	assert_string_equal(check(OFERTA, "nossa equipe contrata direto"),
 	    "dona_da_vaga");
+	assert_string_equal(check(OFERTA,
+	    "temos um plantão nosso em Osasco no sábado"), "dona_da_vaga");
 	assert_string_equal(check(OFERTA,
 	    "não sou eu quem fecha a escala, mas te conecto"), "");
 	/* The allowed clause does not excuse the next one. */
