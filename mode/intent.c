@@ -855,8 +855,11 @@ answer_of(const struct lexicon *lex, const struct norm_text *nt,
 	bool			 yes;
 
 	if (lex->nanswer == 0 || ctx == NULL || nt->mt.n == 0 ||
-	    nt->mt.n > lex->answer_words ||
-	    (end = memrchr(ctx, '?', ctxlen)) == NULL)
+	    nt->mt.n > lex->answer_words)
+		return -1;
+	for (end = ctx + ctxlen; end > ctx && end[-1] != '?'; end--)
+		;
+	if (end-- == ctx)
 		return -1;
 	if (score[INTENT_CONFIRMACAO] > 0 &&
 	    score[INTENT_CONFIRMACAO] >= score[INTENT_RECUSA])
