@@ -54,8 +54,8 @@ tests/corpus/measure.sh guard $(for a in $blind; do echo $c/replies/$a.tsv; done
 tests/corpus/measure.sh intent $c/messages/*.tsv > "$tmp/all_i"
 
 atleast "$tmp/dev_i" accuracy 90 "dev intents"
-atleast "$tmp/dev_g" recall 91 "dev guard"
-atmost "$tmp/dev_g" false_alarms 4 "dev guard"
+atleast "$tmp/dev_g" recall 97 "dev guard"
+atmost "$tmp/dev_g" false_alarms 2 "dev guard"
 
 atleast "$tmp/blind_i" accuracy 96 "blind intents"
 atleast "$tmp/blind_i" opt_out_recall 96 "blind intents"
@@ -63,8 +63,8 @@ atleast "$tmp/blind_i" objecao_grave_recall 95 "blind intents"
 atleast "$tmp/blind_i" pedido_humano_recall 97 "blind intents"
 atleast "$tmp/blind_i" interesse_vaga_recall 95 "blind intents"
 atleast "$tmp/blind_i" opt_in_recall 91 "blind intents"
-atleast "$tmp/blind_g" recall 93 "blind guard"
-atmost "$tmp/blind_g" false_alarms 1.5 "blind guard"
+atleast "$tmp/blind_g" recall 97 "blind guard"
+atmost "$tmp/blind_g" false_alarms 1 "blind guard"
 atmost "$tmp/all_i" false_opt_out 7 "whole corpus"
 
 # Calibration: of the messages detected with confidence >= 0.9 (blind),
