@@ -349,48 +349,219 @@ claim_violated(const struct claim *c, const struct match_text *mt,
 
 	if (question && c->skip_questions)
 		return false;
+	/* The patterns first: most clauses match none, and then the
+	 * exceptions need no look. */
+	for (i = 0; i < c->npat; i++)
+		if (match_filter_test(&c->patf[i], mt) &&
+		    match_find_text(&c->pat[i], mt, 0, NULL, NULL))
+			break;
+	if (i == c->npat)
+		return false;
 	for (i = 0; i < c->nallow; i++)
 		if (match_filter_test(&c->allowf[i], mt) &&
 		    match_find_text(&c->allow[i], mt, 0, NULL, NULL))
 			return false;
-	for (i = 0; i < c->npat; i++)
-		if (match_filter_test(&c->patf[i], mt) &&
-		    match_find_text(&c->pat[i], mt, 0, NULL, NULL))
+	return true;
+}
+
+/*
+ * A reply cut into clauses, each normalised once: the rules read each
+ * clause, the model the clauses joined by spaces.
+ */
+#define GUARD_NORM	((GUARD_CHUNK * 4 + 64) * 2)
+#define GUARD_CLAUSES	256
+
+struct clauses {
+	char	text[GUARD_NORM];	/* the clauses, NUL-terminated each */
+	size_t	start[GUARD_CLAUSES];
+	bool	question[GUARD_CLAUSES];
+	size_t	n, len;
+	bool	repeats;	/* a clause comes twice */
+};
+
+/* FNV-1a of a normalised clause. */
+static uint32_t
+clause_hash(const char *s)
+{
+	uint32_t	h = 2166136261u;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* Cut len bytes of reply into cs: its clauses that have words, normalised
+ * (as many as fit), and whether one repeats. */
+static void
+clauses_build(const char *reply, size_t len, struct clauses *cs)
+{
+	uint32_t	seen[GUARD_CLAUSES], h;
+	bool		question;
+	size_t		pos = 0, start, clen, k, i;
+
+	cs->n = cs->len = 0;
+	cs->repeats = false;
+	while (cs->n < GUARD_CLAUSES && GUARD_NORM - cs->len > 1 &&
+	    clause_next(reply, len, &pos, &start, &clen, &question)) {
+		k = text_normalize(reply + start, clen, cs->text + cs->len,
+		    GUARD_NORM - cs->len);
+		if (k == 0)
+			continue;
+		h = clause_hash(cs->text + cs->len);
+		for (i = 0; i < cs->n && seen[i] != h; i++)
+			;
+		cs->repeats = cs->repeats || i < cs->n;
+		seen[cs->n] = h;
+		cs->start[cs->n] = cs->len;
+		cs->question[cs->n++] = question;
+		cs->len += k + 1;
+	}
+}
+
+/* The claims (all of them) whose rules fire in some clause of cs. */
+static void
+clauses_rules(const struct claims *cl, const struct clauses *cs, bool *hit)
+{
+	struct match_text	mt;
+	size_t			c, i;
+
+	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
+	for (c = 0; c < cs->n; c++) {
+		match_text_init(&mt, cs->text + cs->start[c]);
+		for (i = 0; i < cl->n; i++)
+			if (!hit[i])
+				hit[i] = claim_violated(&cl->c[i], &mt,
+				    cs->question[c]);
+	}
+}
+
+/* True when w (len bytes) is one of the NULL-terminated list. */
+static bool
+word_in(const char *const *list, const char *w, size_t len)
+{
+	for (; *list != NULL; list++)
+		if ((*list)[0] == w[0] && strncmp(*list, w, len) == 0 &&
+		    (*list)[len] == '\0')
 			return true;
 	return false;
 }
 
-/* The claims (all of them) whose rules fire in some clause of reply. */
-static void
-rules_hits(const struct claims *cl, const char *reply, size_t len, bool *hit)
-{
-	struct match_text	mt;
-	char			norm[GUARD_CHUNK * 4 + 64];
-	bool			question;
-	size_t			pos = 0, start, clen, i;
+static const char *const cue_neg[] = {
+	"nao", "nem", "nunca", "jamais", "sem", "ninguem", NULL
+};
+/* Weekdays, months, today and tomorrow: "<dia>". */
+static const char *const cue_day[] = {
+	"segunda", "terca", "quarta", "quinta", "sexta", "sabado", "domingo",
+	"hoje", "amanha", "feriado", "janeiro", "fevereiro", "marco", "abril",
+	"maio", "junho", "julho", "agosto", "setembro", "outubro", "novembro",
+	"dezembro", NULL
+};
+/* The first letters of cue_day's words and cue_neg's, a bit a letter. */
+#define CUE_BIT(c)	(1u << ((c) - 'a'))
+#define CUE_DAY_FIRST	(CUE_BIT('s') | CUE_BIT('t') | CUE_BIT('q') | \
+			 CUE_BIT('d') | CUE_BIT('h') | CUE_BIT('a') | \
+			 CUE_BIT('f') | CUE_BIT('j') | CUE_BIT('m') | \
+			 CUE_BIT('o') | CUE_BIT('n'))
+#define CUE_NEG_FIRST	(CUE_BIT('n') | CUE_BIT('j') | CUE_BIT('s'))
 
-	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
-	while (clause_next(reply, len, &pos, &start, &clen, &question)) {
-		if (text_normalize(reply + start, clen, norm, sizeof norm) == 0)
-			continue;
-		match_text_init(&mt, norm);
-		for (i = 0; i < cl->n; i++)
-			if (!hit[i])
-				hit[i] = claim_violated(&cl->c[i], &mt,
-				    question);
+/* The bit of w's first letter (0 for anything but a-z). */
+static uint32_t
+cue_first(const char *w)
+{
+	return w[0] >= 'a' && w[0] <= 'z' ? CUE_BIT(w[0]) : 0;
+}
+
+/*
+ * The class of word w (len bytes) into cls: "<dia>" for a weekday, a
+ * month, today or tomorrow; for a word with digits, the word with each
+ * run of digits as one 0 ("1k7" "0k0", "19h" "0h", "450" "0"); else "".
+ */
+static size_t
+cue_class(const char *w, size_t len, char *cls, size_t clslen)
+{
+	size_t	k, n = 0;
+
+	if ((cue_first(w) & CUE_DAY_FIRST) && len >= 4 && len <= 9 &&
+	    word_in(cue_day, w, len)) {
+		memcpy(cls, "<dia>", 6);	/* clslen >= 6 */
+		return 5;
+	}
+	for (k = 0; k < len && (w[k] < '0' || w[k] > '9'); k++)
+		;
+	if (k == len) {
+		cls[0] = '\0';
+		return 0;
+	}
+	for (k = 0; k < len && n + 2 < clslen; k++)
+		if (w[k] < '0' || w[k] > '9')
+			cls[n++] = w[k];
+		else if (n == 0 || cls[n - 1] != '0')
+			cls[n++] = '0';
+	cls[n] = '\0';
+	return n;
+}
+
+/*
+ * The claims' cues, beside the words of norm (a normalised text): the
+ * words in a negation's scope (tag 'n': "nao consigo garantir" is no
+ * promise), and a number or a day as its class joined with the word
+ * before it (tag 'd') and after it (tag 'e'): "em 1 450" and "por 1k7"
+ * are "em 0" and "por 0k0", "na quinta" and "na sexta" both "na
+ * <dia>", so an amount or a date the train set never wrote is still one.
+ */
+static void
+feats_cues(struct feats *f, const char *norm)
+{
+	char		 buf[96], cls[24];
+	const char	*w, *prev = "<s>";
+	size_t		 wl, pl = 3, scope = 0, cn = 0, n;
+
+	for (w = norm; *w != '\0'; w += wl + (w[wl] == ' ')) {
+		if ((wl = strcspn(w, " ")) == 0)
+			break;
+		if (cn > 0 && cn + 1 + wl < sizeof buf) {
+			/* The class of the word before, with this word. */
+			memcpy(buf + cn + 1, w, wl);
+			feats_add(f, 'e', buf, cn + 1 + wl);
+		}
+		cn = 0;
+		if ((cue_first(w) & CUE_NEG_FIRST) && wl <= 7 &&
+		    word_in(cue_neg, w, wl))
+			scope = 3;
+		else if (scope > 0) {
+			feats_add(f, 'n', w, wl);
+			scope--;
+		}
+		if ((n = cue_class(w, wl, cls, sizeof cls)) > 0 &&
+		    pl + 1 + n < sizeof buf) {
+			memcpy(buf, prev, pl);
+			buf[pl] = ' ';
+			memcpy(buf + pl + 1, cls, n);
+			feats_add(f, 'd', buf, pl + 1 + n);
+			/* "CLASS " for the next word's 'e'. */
+			memcpy(buf, cls, n);
+			buf[n] = ' ';
+			cn = n;
+		}
+		prev = w;
+		pl = wl < 48 ? wl : 48;
 	}
 }
 
-/* Features of the reply given the rules' hits. */
+/* Features of the reply (cut into cs) given the rules' hits; cs's text
+ * becomes the clauses joined by spaces. */
 static void
 feats_reply(const struct claims *cl, const char *reply, size_t len,
-    const bool *hit, struct feats *f)
+    struct clauses *cs, const bool *hit, struct feats *f)
 {
-	char	norm[2048];
 	size_t	i;
 
-	text_normalize(reply, len, norm, sizeof norm);
-	feats_text(f, norm);
+	for (i = 1; i < cs->n; i++)
+		cs->text[cs->start[i] - 1] = ' ';
+	if (cs->n == 0)
+		cs->text[0] = '\0';
+	feats_text(f, cs->text);
+	feats_cues(f, cs->text);
 	if (memchr(reply, '?', len) != NULL)
 		feats_add(f, 'q', "?", 1);
 	for (i = 0; i < cl->n; i++)
@@ -408,10 +579,12 @@ void
 guard_features(const struct claims *cl, const char *reply, size_t len,
     struct feats *f)
 {
-	bool	hit[GUARD_MAX_CLAIMS];
+	struct clauses	cs;
+	bool		hit[GUARD_MAX_CLAIMS];
 
-	rules_hits(cl, reply, len, hit);
-	feats_reply(cl, reply, len, hit, f);
+	clauses_build(reply, len, &cs);
+	clauses_rules(cl, &cs, hit);
+	feats_reply(cl, reply, len, &cs, hit, f);
 }
 
 int
@@ -419,6 +592,7 @@ guard_probs(const struct claims *cl, const int *which, size_t nwhich,
     const char *reply, size_t len, double *prob)
 {
 	struct feats	f;
+	struct clauses	cs;
 	bool		hit[GUARD_MAX_CLAIMS];
 	uint32_t	mask = 1;
 	size_t		i;
@@ -429,9 +603,10 @@ guard_probs(const struct claims *cl, const int *which, size_t nwhich,
 		if (which[i] >= 0 && (size_t)which[i] < cl->n &&
 		    which[i] + 1 < MODEL_MAX_LABELS)
 			mask |= 1u << (which[i] + 1);
-	rules_hits(cl, reply, len, hit);
+	clauses_build(reply, len, &cs);
+	clauses_rules(cl, &cs, hit);
 	feats_init(&f, NULL);
-	feats_reply(cl, reply, len, hit, &f);
+	feats_reply(cl, reply, len, &cs, hit, &f);
 	model_probs(cl->model, &f, mask, prob);
 	return 0;
 }
@@ -444,7 +619,7 @@ guard_probs(const struct claims *cl, const int *which, size_t nwhich,
  */
 static void
 guard_model_part(const struct claims *cl, const int *which, size_t nwhich,
-    const char *reply, size_t len, bool *hit)
+    const char *reply, size_t len, struct clauses *cs, bool *hit)
 {
 	struct feats	f;
 	bool		rule[GUARD_MAX_CLAIMS];
@@ -459,9 +634,9 @@ guard_model_part(const struct claims *cl, const int *which, size_t nwhich,
 		if (which[i] >= 0 && (size_t)which[i] < cl->n &&
 		    which[i] + 1 < MODEL_MAX_LABELS)
 			mask |= 1u << (which[i] + 1);
-	rules_hits(cl, reply, len, rule);
+	clauses_rules(cl, cs, rule);
 	feats_init(&f, NULL);
-	feats_reply(cl, reply, len, rule, &f);
+	feats_reply(cl, reply, len, cs, rule, &f);
 	model_probs(cl->model, &f, mask, prob);
 	thr = model_threshold(cl->model, 0);
 	if (prob[0] >= (thr > 0 ? thr : 0.5))
@@ -491,17 +666,6 @@ guard_model_part(const struct claims *cl, const int *which, size_t nwhich,
  * repeats of a friendly sentence are not a promise), a claim violated
  * when any part violates it.
  */
-/* FNV-1a of a normalised clause. */
-static uint32_t
-clause_hash(const char *s)
-{
-	uint32_t	h = 2166136261u;
-
-	for (; *s != '\0'; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 /*
  * A reply that repeats a clause says no more than once: when some clause
  * (normalised) comes again, out gets the reply without the repeats and
@@ -541,15 +705,26 @@ guard_model(const struct claims *cl, const int *which, size_t nwhich,
     const char *reply, size_t len, bool *hit)
 {
 	char			 once[GUARD_REPLY_MAX];
+	struct clauses		 cs;
 	bool			 part[GUARD_MAX_CLAIMS], question;
 	size_t			 pos = 0, start, clen, from = 0, i, n;
 
+	if (len <= GUARD_CHUNK) {
+		/* The common case: a short reply, its clauses cut once. */
+		clauses_build(reply, len, &cs);
+		if (!cs.repeats) {
+			guard_model_part(cl, which, nwhich, reply, len, &cs,
+			    hit);
+			return;
+		}
+	}
 	if ((n = guard_unrepeat(reply, len, once, sizeof once)) > 0) {
 		reply = once;
 		len = n;
 	}
 	if (len <= GUARD_CHUNK) {
-		guard_model_part(cl, which, nwhich, reply, len, hit);
+		clauses_build(reply, len, &cs);
+		guard_model_part(cl, which, nwhich, reply, len, &cs, hit);
 		return;
 	}
 	memset(hit, 0, sizeof(bool) * GUARD_MAX_CLAIMS);
@@ -561,8 +736,9 @@ guard_model(const struct claims *cl, const int *which, size_t nwhich,
 				break;
 		if (pos - from > GUARD_CHUNK && start > from)
 			pos = start;
+		clauses_build(reply + from, pos - from, &cs);
 		guard_model_part(cl, which, nwhich, reply + from, pos - from,
-		    part);
+		    &cs, part);
 		for (i = 0; i < GUARD_MAX_CLAIMS; i++)
 			hit[i] = hit[i] || part[i];
 		from = pos;

@@ -7,7 +7,7 @@
  * matched against the whole text (match.h). A match of a "negatable"
  * intent is dropped when a negation word ("nao", "sem", ...) stands at
  * most negation_window words before it in the same clause, unless the
- * pattern itself starts with a negation. A match is also dropped when one
+ * pattern itself starts with a negation and nothing negates that. A match is also dropped when one
  * of its intent's "unless" patterns matches in a clause the match spans
  * ("para de me mandar vaga de noite" is a preference, not an opt-out).
  * An intent's score is the best
@@ -15,6 +15,11 @@
  * 1), so overlapping patterns on the same words barely add up; the highest
  * score wins, ties go to the higher priority, and nothing matched is
  * NEUTRO.
+ * A short yes or no means what Julia asked: "answers" in intents.json
+ * lists kinds of question (patterns over the last question of Julia's
+ * message before it) and the intent a yes or a no to each is ("sim" to
+ * "quer que eu pare de te mandar vagas?" is OPT_OUT); it overrules the
+ * rules and the model for messages of at most answers.max_words words.
  * Pure: no I/O.
  * SPDX-License-Identifier: MIT
  */
@@ -34,6 +39,8 @@
 #define INTENT_EXTRA	0.02	/* score added by each further match */
 #define LEX_PATS_MAX	4096	/* patterns of a lexicon */
 #define INTENT_MATCHED	64	/* matched patterns kept for the evidence */
+#define LEX_ANSWERS	16	/* kinds of question in "answers" */
+#define LEX_WHEN	12	/* patterns of one kind */
 
 struct lex_pat {
 	struct pattern	 pat;
@@ -42,6 +49,14 @@ struct lex_pat {
 	bool		 neg_first;	/* the pattern starts with a negation */
 	bool		 unless;	/* a veto of its intent, not evidence */
 	char		*src;
+};
+
+/* A kind of question Julia asks and what a yes or a no to it means. */
+struct lex_answer {
+	struct pattern	 when[LEX_WHEN];
+	char		*src[LEX_WHEN];
+	size_t		 nwhen;
+	int		 yes, no;	/* an intent, or -1: no meaning */
 };
 
 struct lex_abbr {
@@ -56,6 +71,7 @@ struct lexicon {
 	size_t		 npats;
 	struct lex_abbr	*abbr;
 	size_t		 nabbr;
+	size_t		 abbr_max;	/* the longest abbreviated word */
 	char		 neg[LEX_NEG_MAX][LEX_WORD];
 	size_t		 nneg;
 	int		 window;
@@ -66,6 +82,10 @@ struct lexicon {
 	bool		 alone_no_question[INTENT__COUNT];	/* the model
 						   alone never sees it in a
 						   question */
+	struct lex_answer answer[LEX_ANSWERS];
+	size_t		 nanswer;
+	size_t		 answer_words;	/* the longest message read as an
+					   answer */
 	const struct model *model;		/* borrowed; may be NULL */
 };
 
@@ -124,8 +144,8 @@ lex_load_abbr(struct lexicon *lex, const struct flat *f, struct diag *d)
 		else if (lex_one_word(e->val, a->to, sizeof a->to, true) == -1)
 			diag_add(d, f->file, e->path,
 			    "expansion is empty or too long");
-		else
-			lex->nabbr++;
+		else if (++lex->nabbr, strlen(a->from) > lex->abbr_max)
+			lex->abbr_max = strlen(a->from);
 	}
 	qsort(lex->abbr, lex->nabbr, sizeof *lex->abbr, abbr_cmp);
 }
@@ -289,6 +309,70 @@ lex_load_intent(struct lexicon *lex, const struct flat *f, const char *name,
 	}
 }
 
+/* The intent named at path (absent: -1), or -2 after a diagnostic. */
+static int
+lex_answer_intent(const struct flat *f, const char *path, struct diag *d)
+{
+	const struct flat_ent	*e;
+	int			 in;
+
+	if ((e = flat_get(f, "%s", path)) == NULL)
+		return -1;
+	if (e->type != 's' || (in = intent_from_name(e->val)) == -1) {
+		diag_add(d, f->file, path, "must name an intent");
+		return -2;
+	}
+	return in;
+}
+
+/* Load "answers": max_words and the kinds of question. */
+static void
+lex_load_answers(struct lexicon *lex, const struct flat *f, struct diag *d)
+{
+	const struct flat_ent	*e;
+	struct lex_answer	*a;
+	char			 path[128], err[128];
+	size_t			 i, k;
+
+	lex->answer_words = 6;
+	if ((e = flat_get(f, "answers.max_words")) != NULL) {
+		lex->answer_words = (size_t)strtoul(e->val, NULL, 10);
+		if (e->type != 'n' || lex->answer_words > 32)
+			diag_add(d, f->file, e->path, "must be 0..32");
+	}
+	for (i = 0; flat_get(f, "answers.questions.%zu.when.0", i) != NULL;
+	    i++) {
+		if (i == LEX_ANSWERS) {
+			diag_add(d, f->file, "answers.questions", "more than "
+			    "%d kinds", LEX_ANSWERS);
+			return;
+		}
+		a = &lex->answer[lex->nanswer++];
+		snprintf(path, sizeof path, "answers.questions.%zu.yes", i);
+		a->yes = lex_answer_intent(f, path, d);
+		snprintf(path, sizeof path, "answers.questions.%zu.no", i);
+		a->no = lex_answer_intent(f, path, d);
+		if (a->yes == -1 && a->no == -1)
+			diag_add(d, f->file, path, "a question needs a yes or "
+			    "a no");
+		for (k = 0; (e = flat_get(f, "answers.questions.%zu.when.%zu",
+		    i, k)) != NULL; k++) {
+			if (k == LEX_WHEN || e->type != 's' ||
+			    match_compile(&a->when[k], e->val, err,
+			    sizeof err) == -1) {
+				diag_add(d, f->file, e->path, "invalid or more "
+				    "than %d patterns", LEX_WHEN);
+				break;
+			}
+			if ((a->src[k] = strdup(e->val)) == NULL) {
+				diag_add(d, f->file, e->path, "out of memory");
+				break;
+			}
+			a->nwhen++;
+		}
+	}
+}
+
 struct lexicon *
 lexicon_load(const struct flat *f, struct diag *d)
 {
@@ -313,6 +397,7 @@ lexicon_load(const struct flat *f, struct diag *d)
 	for (i = 0; i < n && i < INTENT__COUNT * 2; i++)
 		lex_load_intent(lex, f, names[i], d);
 	free(names);
+	lex_load_answers(lex, f, d);
 	if (d->n + d->dropped != before) {
 		lexicon_free(lex);
 		return NULL;
@@ -332,12 +417,15 @@ lexicon_load(const struct flat *f, struct diag *d)
 void
 lexicon_free(struct lexicon *lex)
 {
-	size_t	i;
+	size_t	i, k;
 
 	if (lex == NULL)
 		return;
 	for (i = 0; lex->pats != NULL && i < lex->npats; i++)
 		free(lex->pats[i].src);
+	for (i = 0; i < lex->nanswer; i++)
+		for (k = 0; k < lex->answer[i].nwhen; k++)
+			free(lex->answer[i].src[k]);
 	free(lex->pats);
 	free(lex->filt);
 	match_index_free(lex->index);
@@ -356,7 +444,7 @@ norm_append(const struct lexicon *lex, struct norm_text *nt, const char *w,
 
 	s = w;
 	n = len;
-	if (len < sizeof key.from) {
+	if (len <= lex->abbr_max) {
 		memcpy(key.from, w, len);
 		key.from[len] = '\0';
 		if ((a = bsearch(&key, lex->abbr, lex->nabbr, sizeof *a,
@@ -377,6 +465,12 @@ norm_append(const struct lexicon *lex, struct norm_text *nt, const char *w,
 			nt->clause[nt->nwords++] = clause;
 }
 
+/* The bytes that end a clause. */
+static const bool clause_end[256] = {
+	[','] = true, [';'] = true, ['.'] = true, ['!'] = true, ['?'] = true,
+	['\n'] = true,
+};
+
 /* Normalise text clause by clause into nt. */
 static void
 norm_clauses(const struct lexicon *lex, const char *text, size_t len,
@@ -391,7 +485,7 @@ norm_clauses(const struct lexicon *lex, const char *text, size_t len,
 	nt->nwords = 0;
 	nt->text[0] = '\0';
 	while (p < end) {
-		for (q = p; q < end && strchr(",;.!?\n", *q) == NULL; q++)
+		for (q = p; q < end && !clause_end[(unsigned char)*q]; q++)
 			;
 		text_normalize(p, (size_t)(q - p), tmp, sizeof tmp);
 		for (w = tmp; *w != '\0'; w += wl + (w[wl] == ' ')) {
@@ -499,7 +593,7 @@ pat_counts(const struct lexicon *lex, const struct norm_text *nt,
 
 	if (lp->unless || !match_find_text(&lp->pat, &nt->mt, 0, &s, &e))
 		return false;
-	if (lex->negatable[lp->intent] && !lp->neg_first &&
+	if (lex->negatable[lp->intent] &&
 	    match_negated(lex, nt, s))
 		return false;
 	return !match_vetoed(lex, nt, lp->intent, s, e);
@@ -604,6 +698,7 @@ feats_build(const struct lexicon *lex, const struct norm_text *nt,
 	const char	*w, *name;
 	size_t		 wl, i, scope = 0;
 	int		 k;
+	char		 pol;
 
 	feats_text(f, nt->text);
 	/* Words in a negation's scope are features of their own ("nao ..
@@ -634,10 +729,16 @@ feats_build(const struct lexicon *lex, const struct norm_text *nt,
 	if (memchr(ctx, '?', ctxlen) != NULL)
 		feats_add(f, 'q', "?", 1);
 	text_normalize(ctx, ctxlen, cbuf, sizeof cbuf);
+	/* A yes or a no means what Julia asked: its polarity joined with
+	 * each of her words ("s" after "quer que eu pare?" is an opt-out). */
+	pol = score[INTENT_CONFIRMACAO] > 0 ? 'Y' :
+	    score[INTENT_RECUSA] > 0 ? 'N' : 0;
 	for (w = cbuf; *w != '\0'; w += wl + (w[wl] == ' ')) {
 		if ((wl = strcspn(w, " ")) == 0)
 			break;
 		feats_add(f, 'x', w, wl);
+		if (pol != 0)
+			feats_add(f, pol, w, wl);
 	}
 }
 
@@ -740,6 +841,68 @@ model_pick(const struct model *m, const double *prob, int *best, int *next)
 	*next = s;
 }
 
+/* What a short yes or no means after the last question of Julia's
+ * message (ctx): the first kind of question whose pattern matches it
+ * decides. Returns the intent and its pattern in *why, or -1. */
+static int
+answer_of(const struct lexicon *lex, const struct norm_text *nt,
+    const double *score, const char *ctx, size_t ctxlen, const char **why)
+{
+	struct norm_text	 q;
+	const struct lex_answer	*a;
+	const char		*end, *p;
+	size_t			 i, k, s, e;
+	bool			 yes;
+
+	if (lex->nanswer == 0 || ctx == NULL || nt->mt.n == 0 ||
+	    nt->mt.n > lex->answer_words)
+		return -1;
+	for (end = ctx + ctxlen; end > ctx && end[-1] != '?'; end--)
+		;
+	if (end-- == ctx)
+		return -1;
+	if (score[INTENT_CONFIRMACAO] > 0 &&
+	    score[INTENT_CONFIRMACAO] >= score[INTENT_RECUSA])
+		yes = true;
+	else if (score[INTENT_RECUSA] > 0)
+		yes = false;
+	else
+		return -1;
+	for (p = end; p > ctx && strchr(".!?\n", p[-1]) == NULL; p--)
+		;
+	norm_clauses(lex, p, (size_t)(end - p), &q);
+	for (i = 0; i < lex->nanswer; i++) {
+		a = &lex->answer[i];
+		for (k = 0; k < a->nwhen; k++)
+			if (match_find_text(&a->when[k], &q.mt, 0, &s, &e)) {
+				*why = a->src[k];
+				return yes ? a->yes : a->no;
+			}
+	}
+	return -1;
+}
+
+/* A short answer to one of the questions of "answers" means what it
+ * answers, whatever the rules and the model read in it alone. */
+static void
+answer_override(const struct lexicon *lex, const struct norm_text *nt,
+    const double *score, const char *ctx, size_t ctxlen,
+    struct intent_result *out)
+{
+	const char	*why;
+	int		 in;
+
+	if ((in = answer_of(lex, nt, score, ctx, ctxlen, &why)) < 0 ||
+	    in == (int)out->intent)
+		return;
+	out->runner_up = out->intent;
+	out->runner_up_score = out->confidence;
+	out->intent = (enum intent)in;
+	out->source = INTENT_SRC_RULES;
+	out->confidence = 0.9;
+	snprintf(out->evidence, INTENT_EVIDENCE_MAX, "answer to: %s", why);
+}
+
 /* Classify; with names, the model's top features go to the evidence. */
 static void
 detect(const struct lexicon *lex, const char *text, size_t len,
@@ -758,6 +921,7 @@ detect(const struct lexicon *lex, const char *text, size_t len,
 	if (lex->model == NULL) {
 		if (out->intent != INTENT_NEUTRO)
 			evidence_rules(lex, &nt, out->intent, out->evidence);
+		answer_override(lex, &nt, score, ctx, ctxlen, out);
 		return;
 	}
 	feats_init(&f, names);
@@ -805,6 +969,7 @@ detect(const struct lexicon *lex, const char *text, size_t len,
 		evidence_model(lex, &f, out, out->evidence);
 	else if (out->source == INTENT_SRC_MODEL)
 		snprintf(out->evidence, INTENT_EVIDENCE_MAX, "model");
+	answer_override(lex, &nt, score, ctx, ctxlen, out);
 }
 
 void

@@ -99,6 +99,12 @@ test_booking_confirmation(void **state)
 	    "confirma_reserva");
 	assert_string_equal(check(OFERTA, "pode contar que a vaga é sua"),
 	    "confirma_reserva");
+	/* Holding a shift is reserving it, whatever the verb. */
+	assert_string_equal(check(OFERTA,
+	    "fica tranquila que eu seguro o plantão até sexta"),
+	    "confirma_reserva");
+	assert_string_equal(check(OFERTA, "já bloqueei a data pra você"),
+	    "confirma_reserva");
 	assert_string_equal(check(OFERTA,
 	    "não consigo confirmar, quem confirma é o responsável"), "");
 }
@@ -131,6 +137,8 @@ test_owning_the_shift(void **state)
 	    "dona_da_vaga");
 	assert_string_equal(check(OFERTA, "nossa equipe contrata direto"),
 	    "dona_da_vaga");
+	assert_string_equal(check(OFERTA,
+	    "temos um plantão nosso em Osasco no sábado"), "dona_da_vaga");
 	assert_string_equal(check(OFERTA,
 	    "não sou eu quem fecha a escala, mas te conecto"), "");
 	/* The allowed clause does not excuse the next one. */
@@ -340,6 +348,19 @@ test_with_the_model(void **state)
 	assert_string_equal(check("confirma_reserva,promessa",
 	    "Pode ficar tranquila, já coloquei você na escala de sábado."),
 	    "confirma_reserva");
+	/* An amount offered that no train reply wrote is still a
+	 * negotiation (numbers are also a class: "te ofereco 0"); a
+	 * question about the doctor's days names no shift, and a refusal
+	 * to guarantee is no promise. */
+	assert_string_equal(check("confirma_reserva,negocia_valor,"
+	    "dona_da_vaga", "Se topar, te ofereço 2.150 no lugar dos 1.900."),
+	    "negocia_valor");
+	assert_string_equal(check("vaga_especifica,promessa,"
+	    "confirma_reserva,negocia_valor",
+	    "Você prefere plantão de segunda a sexta ou fim de semana?"), "");
+	assert_string_equal(check("confirma_reserva,negocia_valor,promessa",
+	    "Não consigo garantir valor, isso é com o responsável pela vaga."),
+	    "");
 	/* A friendly sentence said 150 times is no promise (a linear
 	 * model's sums grow with repeats: they are judged once). */
 	strcpy(many, "Oi! ");
