@@ -183,9 +183,11 @@ lex_is_neg(const struct lexicon *lex, const char *w, size_t len)
 {
 	size_t	i;
 
+	if (len == 0 || len >= LEX_WORD)
+		return false;
 	for (i = 0; i < lex->nneg; i++)
-		if (strlen(lex->neg[i]) == len && memcmp(lex->neg[i], w,
-		    len) == 0)
+		if (lex->neg[i][0] == w[0] && lex->neg[i][len] == '\0' &&
+		    memcmp(lex->neg[i], w, len) == 0)
 			return true;
 	return false;
 }
@@ -537,21 +539,17 @@ static bool
 match_negated(const struct lexicon *lex, const struct norm_text *nt,
     size_t off)
 {
-	const char	*w;
-	size_t		 idx, i, k, first;
+	size_t	idx, k;
 
 	idx = word_index(nt, off);
 	if (idx >= INTENT_WORDS)
 		return false;
-	first = idx > (size_t)lex->window ? idx - (size_t)lex->window : 0;
-	/* Walk the words first..idx-1 of the same clause. */
-	for (i = 0, k = 0, w = nt->text; k < idx; k++) {
-		i = strcspn(w, " ");
-		if (k >= first && nt->clause[k] == nt->clause[idx] &&
-		    lex_is_neg(lex, w, i))
+	/* The words of the window before it, in the same clause. */
+	for (k = idx > (size_t)lex->window ? idx - (size_t)lex->window : 0;
+	    k < idx; k++)
+		if (nt->clause[k] == nt->clause[idx] && lex_is_neg(lex,
+		    nt->text + nt->mt.start[k], nt->mt.len[k]))
 			return true;
-		w += i + 1;
-	}
 	return false;
 }
 
