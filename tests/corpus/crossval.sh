@@ -16,6 +16,15 @@ authors=$(awk '$1 == "train" { print $2 }' tests/corpus/SPLITS)
 dev=$(awk '$1 == "dev" { print $2 }' tests/corpus/SPLITS)
 dir=messages
 [ "$kind" = guard ] && dir=replies
+
+# take SPLIT AUTHOR: the author's files into the fold's corpus.
+take() {
+	echo "$1 $2" >> "$tmp/c/SPLITS"
+	for d in messages replies; do
+		[ -f tests/corpus/$d/$2.tsv ] && cp tests/corpus/$d/$2.tsv "$tmp/c/$d/"
+	done
+}
+
 for held in $authors; do
 	[ -s tests/corpus/$dir/$held.tsv ] || continue
 	[ "$held" = cases ] && continue
@@ -24,21 +33,12 @@ for held in $authors; do
 	cp mode/*.json mode/*.md "$tmp/r/mode/"
 	cp policy/*.json "$tmp/r/policy/"
 	for a in $authors; do
-		[ "$a" = "$held" ] && continue
-		echo "train $a" >> "$tmp/c/SPLITS"
-		for d in messages replies; do
-			[ -f tests/corpus/$d/$a.tsv ] &&
-			    cp tests/corpus/$d/$a.tsv "$tmp/c/$d/"
-		done
+		[ "$a" = "$held" ] || take train $a
 	done
 	# The dev authors calibrate each fold's model as they calibrate
 	# the shipped one (the temperature moves the thresholds).
 	for a in $dev; do
-		echo "dev $a" >> "$tmp/c/SPLITS"
-		for d in messages replies; do
-			[ -f tests/corpus/$d/$a.tsv ] &&
-			    cp tests/corpus/$d/$a.tsv "$tmp/c/$d/"
-		done
+		take dev $a
 	done
 	MODEGATE_RULES_DIR=$tmp/r "$bin" train --corpus "$tmp/c" \
 	    --out "$tmp/r" ${CV_ARGS:-} 2>/dev/null || { echo "train failed"; exit 1; }
