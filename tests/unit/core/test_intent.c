@@ -142,6 +142,47 @@ test_evidence_and_determinism(void **state)
 }
 
 /* Load a hand-written flat buffer; returns the lexicon (maybe NULL). */
+/* The intent of a message answering Julia's message julia, by name. */
+static const char *
+answer(void **state, const char *text, const char *julia)
+{
+	struct intent_result	r;
+
+	intent_detect_ctx(*state, text, strlen(text), julia, strlen(julia),
+	    &r);
+	return intent_name(r.intent);
+}
+
+static void
+test_a_short_answer_means_what_it_answers(void **state)
+{
+	const char	*stop = "Entendo, doutor. Quer que eu pare de te "
+	    "mandar vagas?";
+	const char	*went = "Oi! Conseguiu fechar o plantao com o "
+	    "coordenador?";
+
+	assert_string_equal(answer(state, "sim", stop), "OPT_OUT");
+	assert_string_equal(answer(state, "ss pode", stop), "OPT_OUT");
+	assert_string_equal(answer(state, "nn", "Doutora, quer continuar "
+	    "recebendo as vagas por aqui?"), "OPT_OUT");
+	assert_string_equal(answer(state, "sim", "Da ultima vez a senhora "
+	    "pediu pra sair da lista. Quer voltar a receber?"), "OPT_IN");
+	assert_string_equal(answer(state, "pode", "Quer falar com alguem da "
+	    "equipe?"), "PEDIDO_HUMANO");
+	assert_string_equal(answer(state, "ss", went), "DESFECHO_FECHOU");
+	assert_string_equal(answer(state, "nao", went), "DESFECHO_NAO_FECHOU");
+	/* A yes to anything else stays a yes; a statement asks nothing. */
+	assert_string_equal(answer(state, "sim", "Posso passar seu contato "
+	    "pro responsavel?"), "CONFIRMACAO");
+	assert_string_equal(answer(state, "sim", "Vou parar de te mandar "
+	    "vagas."), "CONFIRMACAO");
+	/* Only the last question counts, and only a short answer. */
+	assert_string_equal(answer(state, "sim", "Voce queria parar de "
+	    "receber? Nao, ne. Posso passar seu contato?"), "CONFIRMACAO");
+	assert_string_equal(answer(state, "sim, pode passar meu contato pro "
+	    "coordenador do hospital hoje", stop), "CONFIRMACAO");
+}
+
 static void
 test_opt_in(void **state)
 {
@@ -286,6 +327,8 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test(test_validation_reports_everything),
 		cmocka_unit_test_setup_teardown(test_opt_in, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_a_short_answer_means_what_it_answers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_with_the_model, setup,
 		    teardown),
 	};
