@@ -306,6 +306,21 @@ test_validation_reports_everything(void **state)
 	assert_string_equal(d.msg[0], "mode/intents.json: "
 	    "intents.OPT_OUT.unless.0: an unless pattern takes no anchors");
 
+	lex = load("intents.RECUSA.patterns.0\tsnao\n"
+	    "answers.max_words\tn40\n"
+	    "answers.questions.0.when.0\tspare .. mandar\n"
+	    "answers.questions.0.yes\tsOPT_OUTT\n"
+	    "answers.questions.1.when.0\ts.. lista\n"
+	    "answers.questions.1.no\tsOPT_OUT\n", &d);
+	assert_null(lex);
+	assert_int_equal(d.n, 3);
+	assert_string_equal(d.msg[0], "mode/intents.json: answers.max_words: "
+	    "must be 0..32");
+	assert_string_equal(d.msg[1], "mode/intents.json: "
+	    "answers.questions.0.yes: must name an intent");
+	assert_string_equal(d.msg[2], "mode/intents.json: "
+	    "answers.questions.1.when.0: invalid or more than 12 patterns");
+
 	lex = load("intents.RECUSA.patterns.0\ts^nao$\n", &d);
 	assert_non_null(lex);
 	assert_int_equal(d.n, 0);
