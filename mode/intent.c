@@ -6,9 +6,11 @@
  * abbreviations ("vc" -> "voce"). Every pattern of mode/intents.json is
  * matched against the whole text (match.h). A match of a "negatable"
  * intent is dropped when a negation word ("nao", "sem", ...) stands at
- * most negation_window words before it in the same clause, unless the
- * pattern itself starts with a negation and nothing negates that. A match is also dropped when one
- * of its intent's "unless" patterns matches in a clause the match spans
+ * most negation_window words before it in the same clause (a pattern
+ * that starts with a negation, "nao quero receber", is negated by another
+ * one before it: "nao e que nao quero receber"). A match is also dropped
+ * when one of its intent's "unless" patterns matches in a clause the
+ * match spans
  * ("para de me mandar vaga de noite" is a preference, not an opt-out).
  * An intent's score is the best
  * weight of its matches plus INTENT_EXTRA for each further match (at most
@@ -46,7 +48,6 @@ struct lex_pat {
 	struct pattern	 pat;
 	double		 weight;
 	enum intent	 intent;
-	bool		 neg_first;	/* the pattern starts with a negation */
 	bool		 unless;	/* a veto of its intent, not evidence */
 	char		*src;
 };
@@ -144,8 +145,11 @@ lex_load_abbr(struct lexicon *lex, const struct flat *f, struct diag *d)
 		else if (lex_one_word(e->val, a->to, sizeof a->to, true) == -1)
 			diag_add(d, f->file, e->path,
 			    "expansion is empty or too long");
-		else if (++lex->nabbr, strlen(a->from) > lex->abbr_max)
-			lex->abbr_max = strlen(a->from);
+		else {
+			if (strlen(a->from) > lex->abbr_max)
+				lex->abbr_max = strlen(a->from);
+			lex->nabbr++;
+		}
 	}
 	qsort(lex->abbr, lex->nabbr, sizeof *lex->abbr, abbr_cmp);
 }
@@ -189,24 +193,6 @@ lex_is_neg(const struct lexicon *lex, const char *w, size_t len)
 		if (lex->neg[i][0] == w[0] && lex->neg[i][len] == '\0' &&
 		    memcmp(lex->neg[i], w, len) == 0)
 			return true;
-	return false;
-}
-
-/* Does the compiled pattern start with a negation word? */
-static bool
-lex_pat_neg_first(const struct lexicon *lex, const struct pattern *p)
-{
-	const struct match_pos	*mp = &p->pos[0];
-	const char		*w;
-	size_t			 i;
-
-	if (mp->kind != MATCH_WORD)
-		return false;
-	for (i = 0; i < mp->nalt; i++) {
-		w = p->buf + mp->alt[i];
-		if (lex_is_neg(lex, w, strlen(w)))
-			return true;
-	}
 	return false;
 }
 
@@ -254,7 +240,6 @@ lex_add_pat(struct lexicon *lex, const struct flat *f, const char *path,
 	}
 	lp->weight = weight;
 	lp->intent = in;
-	lp->neg_first = lex_pat_neg_first(lex, &lp->pat);
 	lp->unless = unless;
 	lex->npats++;
 }
