@@ -80,9 +80,6 @@ struct lexicon {
 	bool		 negatable[INTENT__COUNT];
 	bool		 certain[INTENT__COUNT];	/* a full-weight rule wins
 						   over the model */
-	bool		 alone_no_question[INTENT__COUNT];	/* the model
-						   alone never sees it in a
-						   question */
 	struct lex_answer answer[LEX_ANSWERS];
 	size_t		 nanswer;
 	size_t		 answer_words;	/* the longest message read as an
@@ -268,11 +265,6 @@ lex_load_intent(struct lexicon *lex, const struct flat *f, const char *name,
 	}
 	if ((e = flat_get(f, "%s.negatable", path)) != NULL) {
 		lex->negatable[in] = strcmp(e->val, "true") == 0;
-		if (e->type != 'b')
-			diag_add(d, f->file, e->path, "must be true or false");
-	}
-	if ((e = flat_get(f, "%s.model_alone_no_question", path)) != NULL) {
-		lex->alone_no_question[in] = strcmp(e->val, "true") == 0;
 		if (e->type != 'b')
 			diag_add(d, f->file, e->path, "must be true or false");
 	}
@@ -911,15 +903,6 @@ detect(const struct lexicon *lex, const char *text, size_t len,
 	feats_build(lex, &nt, score, out->rule_intent, ctx, ctxlen, &f);
 	model_probs(lex->model, &f, (1u << INTENT__COUNT) - 1, prob);
 	model_pick(lex->model, prob, &best, &next);
-	/* A question is not an opt-out unless a rule of it says so: the
-	 * model alone, summing weak features, once read "pode fingir que
-	 * fechou comigo?" as one. */
-	if (score[best] <= 0 && lex->alone_no_question[best] &&
-	    memchr(text, '?', len) != NULL) {
-		k = best;
-		best = next;
-		next = k;
-	}
 	out->model_intent = (enum intent)best;
 	out->model_confidence = prob[best];
 	out->disagree = out->rule_intent != out->model_intent;

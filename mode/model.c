@@ -602,6 +602,21 @@ quant(double w, double scale)
 	return q > 32767 ? 32767 : q < -32767 ? -32767 : q;
 }
 
+/* Does bucket b keep a row: seen often enough, a weight not 0? */
+static int
+train_kept(const struct model *m, const float *W, const uint32_t *df,
+    unsigned min_count, size_t b)
+{
+	size_t	k;
+
+	if (df[b] < min_count)
+		return 0;
+	for (k = 0; k < m->nlab; k++)
+		if (quant((double)W[b * m->nlab + k], m->scale) != 0)
+			return 1;
+	return 0;
+}
+
 /* Quantise the dense weights into m's rows (buckets with a weight). */
 static int
 train_quantise(struct model *m, const float *W, const float *B,
@@ -609,26 +624,14 @@ train_quantise(struct model *m, const float *W, const float *B,
 {
 	size_t	nb = (size_t)1 << m->bits, b, k, nrows = 0;
 
-	for (b = 0; b < nb; b++) {
-		if (df[b] < min_count)
-			continue;
-		for (k = 0; k < m->nlab; k++)
-			if (quant((double)W[b * m->nlab + k], m->scale) != 0)
-				break;
-		if (k < m->nlab)
-			nrows++;
-	}
+	for (b = 0; b < nb; b++)
+		nrows += train_kept(m, W, df, min_count, b);
 	if (nrows > MODEL_MAX_ROWS || model_alloc(m, nrows) == -1)
 		return -1;
 	for (k = 0; k < m->nlab; k++)
 		m->bias[k] = (int32_t)lround((double)B[k] / m->scale);
 	for (b = 0; b < nb; b++) {
-		if (df[b] < min_count)
-			continue;
-		for (k = 0; k < m->nlab; k++)
-			if (quant((double)W[b * m->nlab + k], m->scale) != 0)
-				break;
-		if (k == m->nlab)
+		if (!train_kept(m, W, df, min_count, b))
 			continue;
 		for (k = 0; k < m->nlab; k++)
 			m->w[m->nrows * MODEL_MAX_LABELS + k] = (int16_t)quant(
