@@ -13,16 +13,8 @@ cd "$(dirname "$0")/../.." || exit 1
 bin=${MODEGATE_BIN:-bin/modegate}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
+. tests/lib/tap.sh
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-	fi
-}
 
 rules=$(pwd)
 

@@ -12,17 +12,9 @@ bin=${MODEGATE_BIN:-bin/modegate}
 export MODEGATE_BIN=$bin
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
+. tests/lib/tap.sh
 c=tests/corpus
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-	fi
-}
 
 # val FILE KEY: the value of KEY on the summary line of FILE.
 val() {
@@ -74,9 +66,7 @@ awk -F'|' '$2 ~ /0.90-0.95|>=0.95/ { n += $3; ok += $3 * $5 / 100 }
 ok $? "blind: confidence >= 0.9 is right >= 90% of the time"
 
 # The learned detector beats the rules alone on the dev author.
-mkdir -p "$tmp/rules/mode" "$tmp/rules/policy"
-cp mode/*.json mode/*.md "$tmp/rules/mode/"
-cp policy/*.json "$tmp/rules/policy/"
+rules_copy "$tmp/rules"
 MODEGATE_RULES_DIR=$tmp/rules tests/corpus/measure.sh intent \
     $c/messages/a7.tsv > "$tmp/rules_i"
 a=$(val "$tmp/dev_i" accuracy)

@@ -8,27 +8,12 @@ cd "$(dirname "$0")/../.." || exit 1
 bin=${MODEGATE_BIN:-bin/modegate}
 tmp=$(mktemp -d)
 trap 'chmod -R u+rwX "$tmp"; rm -rf "$tmp"' EXIT
-n=0
+. tests/lib/tap.sh
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-	fi
-}
-
-# rules DIR: a rules directory holding the repository's rule files.
-rules() {
-	mkdir -p "$1/mode" "$1/policy"
-	cp mode/*.json mode/*.md "$1/mode/"
-	cp policy/*.json "$1/policy/"
-}
 
 echo "1..5"
-rules "$tmp/r1"
-rules "$tmp/r2"
+rules_copy "$tmp/r1"
+rules_copy "$tmp/r2"
 MODEGATE_RULES_DIR=$tmp/r1 "$bin" train --corpus tests/corpus \
     --out "$tmp/r1" 2>"$tmp/err1"
 rc1=$?
@@ -60,7 +45,7 @@ for f in tests/corpus/messages/*.tsv tests/corpus/replies/*.tsv; do
 		cp "$f" "$tmp/c/$d/"
 	fi
 done
-rules "$tmp/r3"
+rules_copy "$tmp/r3"
 MODEGATE_RULES_DIR=$tmp/r3 "$bin" train --corpus "$tmp/c" --out "$tmp/r3" \
     2>/dev/null && cmp -s "$tmp/r3/mode/intent.model" mode/intent.model
 ok $? "the blind authors are never read"

@@ -8,6 +8,7 @@
 #	[CV_ARGS="--set intent.epochs=20"] tests/corpus/crossval.sh [intent|guard]
 set -u
 cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
 bin=${MODEGATE_BIN:-bin/modegate}
 kind=${1:-intent}
 tmp=$(mktemp -d)
@@ -29,9 +30,8 @@ for held in $authors; do
 	[ -s tests/corpus/$dir/$held.tsv ] || continue
 	[ "$held" = cases ] && continue
 	rm -rf "$tmp/c" "$tmp/r"
-	mkdir -p "$tmp/c/messages" "$tmp/c/replies" "$tmp/r/mode" "$tmp/r/policy"
-	cp mode/*.json mode/*.md "$tmp/r/mode/"
-	cp policy/*.json "$tmp/r/policy/"
+	mkdir -p "$tmp/c/messages" "$tmp/c/replies"
+	rules_copy "$tmp/r"
 	for a in $authors; do
 		[ "$a" = "$held" ] || take train $a
 	done
