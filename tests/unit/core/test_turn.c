@@ -171,6 +171,45 @@ test_opt_out_confirmed_once_and_silent_after(void **state)
 	turn_plan_free(&p);
 }
 
+/* "sim" after Julia asked whether to stop is an opt-out, through the
+ * whole decision: the policy blocks, the canned confirmation answers. */
+static void
+test_yes_to_stop_is_an_opt_out(void **state)
+{
+	struct turn_conv	c;
+	struct turn_plan	p;
+	struct turn_msg		m;
+	struct turn_input	in;
+
+	conv(&c, MODE_OFERTA, TURN_FLAG_ON);
+	memset(&m, 0, sizeof m);
+	m.id = 1;
+	m.type = "text";
+	m.text = "sim";
+	m.at_ms = NOW;
+	memset(&in, 0, sizeof in);
+	in.conv = c;
+	in.msgs = &m;
+	in.nmsgs = 1;
+	in.now_ms = NOW;
+	in.max_age_ms = 24 * 60 * MIN;
+	in.julia_before = "Entendi, doutor. Quer que eu pare de te mandar "
+	    "vagas?";
+	assert_int_equal(turn_decide(&rs, &in, &p), 0);
+	assert_int_equal(p.msgs[0].fate, FATE_BLOCKED);
+	assert_string_equal(p.msgs[0].policy.rule, "opt_out_request");
+	assert_true(p.set.opted_out);
+	assert_string_equal(p.canned, "opt_out_confirmation");
+	turn_plan_free(&p);
+
+	/* The same "sim" after an offer is a yes, not an opt-out. */
+	in.julia_before = "Posso passar seu contato pro coordenador?";
+	assert_int_equal(turn_decide(&rs, &in, &p), 0);
+	assert_false(p.set.opted_out);
+	assert_int_not_equal(p.msgs[0].fate, FATE_BLOCKED);
+	turn_plan_free(&p);
+}
+
 static void
 test_human_control_is_the_policy_rule(void **state)
 {
@@ -332,6 +371,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_interest_goes_pending_then_confirms),
 		cmocka_unit_test(test_flag_off_and_shadow_keep_the_mode),
 		cmocka_unit_test(test_opt_out_confirmed_once_and_silent_after),
+		cmocka_unit_test(test_yes_to_stop_is_an_opt_out),
 		cmocka_unit_test(test_human_control_is_the_policy_rule),
 		cmocka_unit_test(test_serious_objection_hands_off),
 		cmocka_unit_test(test_old_and_media_messages),
