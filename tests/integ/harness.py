@@ -32,6 +32,7 @@ import hmac
 import http.client
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -47,11 +48,29 @@ PAYLOADS = os.path.join(ROOT, "tests", "cases", "webhooks")
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A port free now, below the kernel's ephemeral range: a port the
+    kernel handed out (bind to 0) and released can be handed to the next
+    fake that binds to 0 before serve listens on it (seen: serve "Address
+    already in use" on the fake Graph API's port)."""
+    lo = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    lo = max(lo, 2048)
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(200):
+        port = rng.randrange(lo // 2, lo)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise RuntimeError("no free port below %d" % lo)
 
 
 def sh(script, env=None, check=True):
