@@ -17,7 +17,9 @@ Common step keys: "status", "headers", "body" (JSON, sent verbatim),
 "raw" (text sent verbatim), "delay" (seconds to sleep before answering;
 a client with a shorter timeout gives up first), "hang": true (read the
 request, then never answer: the connection stays open until the client
-gives up), "fault" (a label, recorded). Each recorded request carries
+gives up), "fault" (a label, recorded), "match" (an object: the step
+waits for the first request whose JSON body holds those top-level
+keys and values; two posts in flight reach a fake in either order). Each recorded request carries
 "step" (the step it was given, or null) and "t_end" (when the answer was
 written; null for a hang). --delay S makes every unscripted answer wait S
 seconds (a slow peer for load benchmarks); --slim records requests
@@ -44,11 +46,17 @@ class State:
         self.config = {}        # echo, delay, slim
         self.slim = False
 
-    def pop(self):
-        """The next scripted step, else a chaos step, else None."""
+    def pop(self, body):
+        """The first scripted step matching body, else a chaos step, else
+        None."""
+        def fits(step):
+            want = step.get("match")
+            return not want or (isinstance(body, dict) and all(
+                body.get(k) == v for k, v in want.items()))
         with self.lock:
-            if self.script:
-                return self.script.pop(0)
+            for i, step in enumerate(self.script):
+                if fits(step):
+                    return self.script.pop(i)
             c = self.chaos
             if c and c["steps"] and c["rng"].random() < c["p"]:
                 return dict(c["rng"].choice(c["steps"]))
@@ -140,7 +148,7 @@ class Handler(BaseHTTPRequestHandler):
                "headers": {k.lower(): v for k, v in self.headers.items()},
                "body": body, "raw": raw.decode("utf-8", "replace"), "t": t}
         st = self.state
-        step = st.pop()
+        step = st.pop(body)
         with st.lock:
             req["n"] = len(st.requests)
             req["step"] = step
