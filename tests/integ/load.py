@@ -275,7 +275,7 @@ def account(h, ld, graph=None, llm=None, kills=(), explain=None,
         for i in ids:
             turn_of[i] = key
     per_turn = collections.Counter()
-    seqs = {}       # (to, text) -> (first, last) seq of the turn answered
+    seqs = {}       # outbox id -> (first, last) seq of the turn answered
     last_seq = {}
     echo = 0
     for oid, iid, st, to, text, _, err in out:
@@ -288,7 +288,7 @@ def account(h, ld, graph=None, llm=None, kills=(), explain=None,
             continue
         per_turn[key] += 1
         want = sorted(by_id[i] for i in turns[key])
-        seqs[(to.lstrip("+"), text)] = (want[0][1], want[-1][1])
+        seqs[str(oid)] = (want[0][1], want[-1][1])
         if ECHO.match(text or ""):
             echo += 1
             got = set(tags(text.split(":", 1)[1]))
@@ -379,25 +379,28 @@ def _graph(fig, bad, out, graph, kills, explain, seqs):
     seen = collections.Counter(r["body"].get("message_id") for r in reads)
     fig["read_receipts_posted"] = len(reads)
     fig["read_receipts_duplicate"] = sum(n - 1 for n in seen.values())
-    # order at the Graph API, per doctor (consecutive re-posts collapsed)
+    # order at the Graph API, per doctor (consecutive re-posts collapsed);
+    # a post names its outbox row (biz_opaque_callback_data), as two
+    # replies of one doctor may have the same text (the fallback reply)
     per = collections.defaultdict(list)
     for r in sorted(texts, key=lambda r: r["t"]):
         b = r["body"]
-        k = (b.get("to", "").lstrip("+"), b["text"]["body"])
-        if k in seqs:
-            per[k[0]].append((k[1], seqs[k]))
+        oid = b.get("biz_opaque_callback_data", "").rpartition(":")[2]
+        if oid in seqs:
+            per[b.get("to", "").lstrip("+")].append((oid, b["text"]["body"],
+                                                     seqs[oid]))
     disorder = 0
     for to, seq in per.items():
         last, hi = None, 0
-        for body, (lo, top) in seq:
-            if body == last:
+        for oid, body, (lo, top) in seq:
+            if oid == last:
                 continue
             if lo <= hi:
                 disorder += 1
                 bad.append("%s: reply %r reached the Graph API after a "
                            "later one" % (to, body[:40]))
             hi = max(hi, top)
-            last = body
+            last = oid
     fig["graph_out_of_order"] = disorder
 
 
