@@ -58,10 +58,19 @@ CREATE OR REPLACE VIEW transcript AS
 -- (ingest does not write conversations). Rows are taken in id order with
 -- SKIP LOCKED, so concurrent callers never wait on each other; at most
 -- p_max rows per call.
+--
+-- A newly linked row is open (pending, not done): it can only lower
+-- open_first_id and raise open_newest of its conversation. Those two are
+-- moved here from the linked rows alone, under the conversations' locks
+-- taken in id order, and the inbox trigger stands aside; it would
+-- recompute both from the conversation's every open message.
 CREATE OR REPLACE FUNCTION mg_link_inbox(p_max int DEFAULT 5000) RETURNS int
 LANGUAGE plpgsql AS $$
 DECLARE
-	n int;
+	n	int;
+	ids	bigint[];
+	firsts	bigint[];
+	newest	timestamptz[];
 BEGIN
 	WITH rows AS (
 		SELECT id, phone_number_id, sender_key, user_id, profile_name
@@ -84,14 +93,38 @@ BEGIN
 		RETURNING id
 	)
 	SELECT count(*) INTO n FROM ins;
-	UPDATE inbox i SET conversation_id = c.id
-	FROM conversations c
-	WHERE i.conversation_id IS NULL
-	    AND i.id IN (SELECT id FROM inbox WHERE conversation_id IS NULL
-		ORDER BY id LIMIT p_max FOR UPDATE SKIP LOCKED)
-	    AND c.phone_number_id = i.phone_number_id
-	    AND c.wa_id = i.sender_key;
-	GET DIAGNOSTICS n = ROW_COUNT;
+	PERFORM set_config('modegate.open_kept', 'on', true);
+	WITH linked AS (
+		UPDATE inbox i SET conversation_id = c.id
+		FROM conversations c
+		WHERE i.conversation_id IS NULL
+		    AND i.id IN (SELECT id FROM inbox
+			WHERE conversation_id IS NULL
+			ORDER BY id LIMIT p_max FOR UPDATE SKIP LOCKED)
+		    AND c.phone_number_id = i.phone_number_id
+		    AND c.wa_id = i.sender_key
+		RETURNING i.id, i.conversation_id, i.received_at,
+		    i.state IN ('pending', 'claimed') AND i.done_at IS NULL
+		    AS open
+	), per AS (
+		SELECT conversation_id AS cid, count(*) AS k,
+		    min(id) FILTER (WHERE open) AS f,
+		    max(received_at) FILTER (WHERE open) AS r
+		FROM linked GROUP BY conversation_id
+	)
+	SELECT coalesce(sum(k), 0), array_agg(cid ORDER BY cid),
+	    array_agg(f ORDER BY cid), array_agg(r ORDER BY cid)
+	INTO n, ids, firsts, newest FROM per;
+	PERFORM set_config('modegate.open_kept', '', true);
+	IF n > 0 THEN
+		PERFORM 1 FROM conversations WHERE id = ANY (ids)
+		ORDER BY id FOR NO KEY UPDATE;
+		UPDATE conversations c
+		SET open_first_id = least(c.open_first_id, x.f),
+		    open_newest = greatest(c.open_newest, x.r)
+		FROM unnest(ids, firsts, newest) AS x(id, f, r)
+		WHERE c.id = x.id AND x.f IS NOT NULL;
+	END IF;
 	RETURN n;
 END $$;
 

@@ -1,7 +1,7 @@
 -- test_claim.sql -- mg_claim: leases, take-over, double texting, order.
 -- SPDX-License-Identifier: MIT
 BEGIN;
-SELECT plan(19);
+SELECT plan(20);
 
 -- An inbound text from sender s, received age ago (wa_timestamp = wa_age
 -- ago when given).
@@ -91,6 +91,25 @@ SELECT is((SELECT count(*) FROM mg_claim('w6', 60, 0, 3)), 3::bigint,
     'at most p_limit conversations per claim');
 SELECT throws_ok($$SELECT mg_claim('', 60, 0, 3)$$, 'P0001', NULL,
     'a worker name is required');
+
+-- Linking moves each conversation's open columns (sql/0016) to what a
+-- recompute from its open messages gives: new conversations, new
+-- messages of conversations with older open ones, and of one whose
+-- messages are all done.
+SELECT pg_temp.msg('k' || g, '5511930000' || g % 3, 'oi',
+    ((20 - g) || ' s')::interval) FROM generate_series(1, 6) g;
+SELECT mg_link_inbox();
+UPDATE inbox SET state = 'done', done_at = now() WHERE wamid IN ('k3', 'k6');
+SELECT pg_temp.msg('k' || g, '5511930000' || g % 3, 'oi',
+    ((20 - g) || ' s')::interval) FROM generate_series(7, 9) g;
+SELECT mg_link_inbox();
+SELECT is((SELECT count(*) FROM conversations c, LATERAL (
+	SELECT min(i.id) AS f, max(i.received_at) AS r FROM inbox i
+	WHERE i.conversation_id = c.id AND i.done_at IS NULL
+	    AND i.state IN ('pending', 'claimed')) x
+    WHERE c.wa_id LIKE '5511930000%' AND c.open_first_id = x.f
+	AND c.open_newest = x.r), 3::bigint,
+    'linking keeps every conversation''s first open message and newest arrival');
 
 -- The claim updates in place (sql/0019): moving a message to 'claimed'
 -- and writing the lease change no indexed column, so each row's new
