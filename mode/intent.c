@@ -67,9 +67,13 @@ struct lex_abbr {
 
 struct lexicon {
 	struct lex_pat	*pats;
-	struct match_filter *filt;	/* [npats], compact, for a fast reject */
-	struct match_index *index;	/* over filt */
+	struct match_set *set;		/* the patterns' words (unless
+					   patterns never candidates) */
 	size_t		 npats;
+	uint16_t	*unless;	/* indices of the unless patterns, by
+					   intent: [unless_at[k], unless_at[k +
+					   1]) */
+	size_t		 unless_at[INTENT__COUNT + 1];
 	struct lex_abbr	*abbr;
 	size_t		 nabbr;
 	size_t		 abbr_max;	/* the longest abbreviated word */
@@ -352,6 +356,38 @@ lex_load_answers(struct lexicon *lex, const struct flat *f, struct diag *d)
 	}
 }
 
+/* Build what matching needs: the set of the patterns' words, the unless
+ * patterns of each intent. */
+static int
+lex_index(struct lexicon *lex)
+{
+	const struct pattern	**p;
+	size_t			  i, n = 0;
+	int			  k;
+
+	if (lex->npats > LEX_PATS_MAX ||
+	    (p = calloc(lex->npats + 1, sizeof *p)) == NULL)
+		return -1;
+	if ((lex->unless = calloc(lex->npats + 1, sizeof *lex->unless)) ==
+	    NULL) {
+		free(p);
+		return -1;
+	}
+	for (i = 0; i < lex->npats; i++)
+		p[i] = lex->pats[i].unless ? NULL : &lex->pats[i].pat;
+	lex->set = match_set_new(p, lex->npats);
+	free(p);
+	for (k = 0; k < INTENT__COUNT; k++) {
+		lex->unless_at[k] = n;
+		for (i = 0; i < lex->npats; i++)
+			if (lex->pats[i].unless && lex->pats[i].intent ==
+			    (enum intent)k)
+				lex->unless[n++] = (uint16_t)i;
+	}
+	lex->unless_at[INTENT__COUNT] = n;
+	return lex->set == NULL ? -1 : 0;
+}
+
 struct lexicon *
 lexicon_load(const struct flat *f, struct diag *d)
 {
@@ -361,7 +397,6 @@ lexicon_load(const struct flat *f, struct diag *d)
 
 	if ((lex = calloc(1, sizeof *lex)) == NULL ||
 	    (lex->pats = calloc(f->n + 1, sizeof *lex->pats)) == NULL ||
-	    (lex->filt = calloc(f->n + 1, sizeof *lex->filt)) == NULL ||
 	    (lex->abbr = calloc(f->n + 1, sizeof *lex->abbr)) == NULL ||
 	    (names = calloc(INTENT__COUNT * 2, sizeof *names)) == NULL) {
 		diag_add(d, f->file, "", "out of memory");
@@ -381,10 +416,7 @@ lexicon_load(const struct flat *f, struct diag *d)
 		lexicon_free(lex);
 		return NULL;
 	}
-	for (i = 0; i < lex->npats; i++)
-		match_filter_of(&lex->pats[i].pat, &lex->filt[i]);
-	if (lex->npats > LEX_PATS_MAX ||
-	    (lex->index = match_index_new(lex->filt, lex->npats)) == NULL) {
+	if (lex_index(lex) == -1) {
 		diag_add(d, f->file, "intents", "more than %d patterns or out "
 		    "of memory", LEX_PATS_MAX);
 		lexicon_free(lex);
@@ -406,8 +438,8 @@ lexicon_free(struct lexicon *lex)
 		for (k = 0; k < lex->answer[i].nwhen; k++)
 			free(lex->answer[i].src[k]);
 	free(lex->pats);
-	free(lex->filt);
-	match_index_free(lex->index);
+	match_set_free(lex->set);
+	free(lex->unless);
 	free(lex->abbr);
 	free(lex);
 }
@@ -542,10 +574,8 @@ match_vetoed(const struct lexicon *lex, const struct norm_text *nt,
 	hi = word_index(nt, e > s ? e - 1 : s);
 	if (hi >= INTENT_WORDS)
 		return false;
-	for (i = 0; i < lex->npats; i++) {
-		lp = &lex->pats[i];
-		if (!lp->unless || lp->intent != in)
-			continue;
+	for (i = lex->unless_at[in]; i < lex->unless_at[in + 1]; i++) {
+		lp = &lex->pats[lex->unless[i]];
 		/* Every occurrence, resuming at the word after each start. */
 		for (from = 0; from < nt->mt.n && match_find_text(&lp->pat,
 		    &nt->mt, from, &us, &ue); ) {
@@ -559,14 +589,15 @@ match_vetoed(const struct lexicon *lex, const struct norm_text *nt,
 	return false;
 }
 
-/* Does pattern lp match nt and count (not negated, not vetoed)? */
+/* Does pattern lp (not an unless one) match nt and count (not negated,
+ * not vetoed)? */
 static bool
 pat_counts(const struct lexicon *lex, const struct norm_text *nt,
     const struct lex_pat *lp)
 {
 	size_t	s, e;
 
-	if (lp->unless || !match_find_text(&lp->pat, &nt->mt, 0, &s, &e))
+	if (!match_find_text(&lp->pat, &nt->mt, 0, &s, &e))
 		return false;
 	if (lex->negatable[lp->intent] &&
 	    match_negated(lex, nt, s))
@@ -640,7 +671,7 @@ rules_score(const struct lexicon *lex, struct norm_text *nt, double *score)
 	}
 	nt->nmatched = 0;
 	memset(cand, 0, sizeof cand);
-	match_index_candidates(lex->index, lex->filt, &nt->mt, cand);
+	match_set_candidates(lex->set, &nt->mt, cand);
 	/* Only the candidates, in pattern order. */
 	for (wi = 0; wi < (lex->npats + 63) / 64; wi++)
 	    for (bits = cand[wi]; bits != 0; bits &= bits - 1) {
