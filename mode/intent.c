@@ -63,6 +63,7 @@ struct lex_answer {
 struct lex_abbr {
 	char	from[LEX_WORD];
 	char	to[LEX_EXPAND];
+	size_t	tolen;
 };
 
 struct lexicon {
@@ -77,6 +78,9 @@ struct lexicon {
 	struct lex_abbr	*abbr;
 	size_t		 nabbr;
 	size_t		 abbr_max;	/* the longest abbreviated word */
+	uint32_t	*abbr_slot;	/* open addressing over abbr by
+					   word_hash: index + 1 */
+	uint32_t	 abbr_mask;	/* slots - 1 */
 	char		 neg[LEX_NEG_MAX][LEX_WORD];
 	size_t		 nneg;
 	int		 window;
@@ -109,6 +113,65 @@ abbr_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct lex_abbr *)a)->from,
 	    ((const struct lex_abbr *)b)->from);
+}
+
+/* FNV-1a of a word (len bytes at w). */
+static uint32_t
+word_hash(const char *w, size_t len)
+{
+	uint32_t	h = 2166136261u;
+	size_t		i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)w[i]) * 16777619u;
+	return h;
+}
+
+/* Hash the sorted abbreviations by their word, so a message's word is
+ * looked up with one hash instead of a binary search of strcmp. Where
+ * two keys normalise to the same word, the entry is the one bsearch
+ * finds. */
+static int
+lex_index_abbr(struct lexicon *lex)
+{
+	const struct lex_abbr	*a;
+	size_t			 slots = 16, i;
+	uint32_t		 j;
+
+	while (slots < 2 * lex->nabbr)
+		slots *= 2;
+	if ((lex->abbr_slot = calloc(slots, sizeof *lex->abbr_slot)) == NULL)
+		return -1;
+	lex->abbr_mask = (uint32_t)slots - 1;
+	for (i = 0; i < lex->nabbr; i++) {
+		a = bsearch(&lex->abbr[i], lex->abbr, lex->nabbr, sizeof *a,
+		    abbr_cmp);
+		for (j = word_hash(a->from, strlen(a->from)) & lex->abbr_mask;
+		    lex->abbr_slot[j] != 0 &&
+		    &lex->abbr[lex->abbr_slot[j] - 1] != a;
+		    j = (j + 1) & lex->abbr_mask)
+			;
+		lex->abbr_slot[j] = (uint32_t)(a - lex->abbr + 1);
+	}
+	return 0;
+}
+
+/* The abbreviation of the word (len bytes at w), or NULL. */
+static const struct lex_abbr *
+lex_abbr_find(const struct lexicon *lex, const char *w, size_t len)
+{
+	const struct lex_abbr	*a;
+	uint32_t		 j;
+
+	if (len > lex->abbr_max)
+		return NULL;
+	for (j = word_hash(w, len) & lex->abbr_mask; lex->abbr_slot[j] != 0;
+	    j = (j + 1) & lex->abbr_mask) {
+		a = &lex->abbr[lex->abbr_slot[j] - 1];
+		if (a->from[len] == '\0' && memcmp(a->from, w, len) == 0)
+			return a;
+	}
+	return NULL;
 }
 
 /* Normalise s into one word of at most max-1 bytes; -1 if it is not one. */
@@ -147,6 +210,7 @@ lex_load_abbr(struct lexicon *lex, const struct flat *f, struct diag *d)
 			diag_add(d, f->file, e->path,
 			    "expansion is empty or too long");
 		else {
+			a->tolen = strlen(a->to);
 			if (strlen(a->from) > lex->abbr_max)
 				lex->abbr_max = strlen(a->from);
 			lex->nabbr++;
@@ -356,8 +420,8 @@ lex_load_answers(struct lexicon *lex, const struct flat *f, struct diag *d)
 	}
 }
 
-/* Build what matching needs: the set of the patterns' words, the unless
- * patterns of each intent. */
+/* Build what matching needs: the abbreviations' hash, the set of the
+ * patterns' words, the unless patterns of each intent. */
 static int
 lex_index(struct lexicon *lex)
 {
@@ -365,7 +429,7 @@ lex_index(struct lexicon *lex)
 	size_t			  i, n = 0;
 	int			  k;
 
-	if (lex->npats > LEX_PATS_MAX ||
+	if (lex->npats > LEX_PATS_MAX || lex_index_abbr(lex) == -1 ||
 	    (p = calloc(lex->npats + 1, sizeof *p)) == NULL)
 		return -1;
 	if ((lex->unless = calloc(lex->npats + 1, sizeof *lex->unless)) ==
@@ -441,6 +505,7 @@ lexicon_free(struct lexicon *lex)
 	match_set_free(lex->set);
 	free(lex->unless);
 	free(lex->abbr);
+	free(lex->abbr_slot);
 	free(lex);
 }
 
@@ -449,20 +514,15 @@ static void
 norm_append(const struct lexicon *lex, struct norm_text *nt, const char *w,
     size_t len, uint16_t clause)
 {
-	struct lex_abbr		 key, *a;
+	const struct lex_abbr	*a;
 	const char		*s;
 	size_t			 n, i;
 
 	s = w;
 	n = len;
-	if (len <= lex->abbr_max) {
-		memcpy(key.from, w, len);
-		key.from[len] = '\0';
-		if ((a = bsearch(&key, lex->abbr, lex->nabbr, sizeof *a,
-		    abbr_cmp)) != NULL) {
-			s = a->to;
-			n = strlen(a->to);
-		}
+	if ((a = lex_abbr_find(lex, w, len)) != NULL) {
+		s = a->to;
+		n = a->tolen;
 	}
 	if (nt->len + n + 2 > sizeof nt->text)
 		return;
@@ -471,8 +531,8 @@ norm_append(const struct lexicon *lex, struct norm_text *nt, const char *w,
 	memcpy(nt->text + nt->len, s, n);
 	nt->len += n;
 	nt->text[nt->len] = '\0';
-	for (i = 0; i < n; i++)
-		if ((i == 0 || s[i - 1] == ' ') && nt->nwords < INTENT_WORDS)
+	for (i = 0; i < n && nt->nwords < INTENT_WORDS; i++)
+		if (i == 0 || s[i - 1] == ' ')
 			nt->clause[nt->nwords++] = clause;
 }
 
@@ -500,7 +560,8 @@ norm_clauses(const struct lexicon *lex, const char *text, size_t len,
 			;
 		text_normalize(p, (size_t)(q - p), tmp, sizeof tmp);
 		for (w = tmp; *w != '\0'; w += wl + (w[wl] == ' ')) {
-			wl = strcspn(w, " ");
+			for (wl = 0; w[wl] != ' ' && w[wl] != '\0'; wl++)
+				;
 			norm_append(lex, nt, w, wl, clause);
 		}
 		clause++;

@@ -250,7 +250,7 @@ match_at(const struct pattern *p, size_t i, const struct match_text *mt,
 void
 match_text_init(struct match_text *mt, const char *text)
 {
-	const char	*w = text;
+	const char	*w = text, *end;
 	size_t		 len;
 	unsigned	 b;
 
@@ -259,11 +259,14 @@ match_text_init(struct match_text *mt, const char *text)
 	memset(mt->bloom, 0, sizeof mt->bloom);
 	mt->first = 0;
 	for (;;) {
-		w += strspn(w, " ");
+		while (*w == ' ')
+			w++;
 		if (*w == '\0' || mt->n == MATCH_TEXT_WORDS ||
 		    w - text > 65535 - 256)
 			break;
-		len = strcspn(w, " ");
+		for (len = 1; w[len] != ' ' && w[len] != '\0'; len++)
+			;
+		end = w + len;
 		if (len > 255)
 			len = 255;
 		mt->start[mt->n] = (uint16_t)(w - text);
@@ -273,7 +276,7 @@ match_text_init(struct match_text *mt, const char *text)
 		mt->wbit[mt->n - 1] = (uint16_t)b;
 		mt->bloom[b >> 6] |= (uint64_t)1 << (b & 63);
 		mt->first |= (uint64_t)1 << ((unsigned char)w[0] & 63);
-		w += strcspn(w, " ");
+		w = end;
 	}
 }
 

@@ -175,19 +175,16 @@ norm_codepoint(struct norm_out *o, uint32_t cp)
 static size_t
 norm_squeeze(char *s, size_t len)
 {
-	size_t	r = 0, w = 0, run;
+	size_t	r, w = 0, run, n;
+	char	c;
 
-	while (r < len) {
-		run = 1;
-		while (r + run < len && s[r + run] == s[r])
-			run++;
-		if (run >= 3 && s[r] >= 'a' && s[r] <= 'z')
-			s[w++] = s[r];
-		else {
-			memmove(s + w, s + r, run);
-			w += run;
-		}
-		r += run;
+	for (r = 0; r < len; r += run) {
+		c = s[r];
+		for (run = 1; r + run < len && s[r + run] == c; run++)
+			;
+		n = run >= 3 && c >= 'a' && c <= 'z' ? 1 : run;
+		while (n-- > 0)
+			s[w++] = c;
 	}
 	return w;
 }
@@ -206,6 +203,12 @@ text_normalize(const char *in, size_t len, char *out, size_t outlen)
 	o.len = 0;
 	o.cap = outlen - 1;
 	for (i = 0; i < len; i += adv) {
+		/* ASCII, most of a message, needs no decoding. */
+		if (s[i] < 0x80) {
+			norm_codepoint(&o, s[i]);
+			adv = 1;
+			continue;
+		}
 		cp = utf8_decode(s + i, len - i, &adv);
 		if (cp >= 0)
 			norm_codepoint(&o, (uint32_t)cp);
