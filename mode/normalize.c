@@ -28,6 +28,14 @@ static const char latin1_fold[64 + 1] =
     "aaaaaaaceeeeiiiidnooooo ouuuuyts"
     "aaaaaaaceeeeiiiidnooooo ouuuuyty";
 
+/* What an ASCII byte becomes: a letter lower-cased, a digit or '_'
+ * itself, anything else a separator (norm_codepoint's rules). */
+static const char ascii_fold[128 + 1] =
+    "                                "
+    "                0123456789      "
+    " abcdefghijklmnopqrstuvwxyz    _"
+    " abcdefghijklmnopqrstuvwxyz     ";
+
 struct emoji_map {
 	uint32_t	 cp;
 	const char	*word;
@@ -171,20 +179,24 @@ norm_codepoint(struct norm_out *o, uint32_t cp)
 }
 
 /* Squeeze runs of three or more identical letters in place; returns the
- * new length. */
+ * new length. One pass, the run counted as it goes: its third letter
+ * takes back the second. */
 static size_t
 norm_squeeze(char *s, size_t len)
 {
-	size_t	r, w = 0, run, n;
-	char	c;
+	size_t	r, w = 0, run = 0;
+	char	c, prev = 0;
 
-	for (r = 0; r < len; r += run) {
+	for (r = 0; r < len; r++) {
 		c = s[r];
-		for (run = 1; r + run < len && s[r + run] == c; run++)
-			;
-		n = run >= 3 && c >= 'a' && c <= 'z' ? 1 : run;
-		while (n-- > 0)
-			s[w++] = c;
+		run = r > 0 && c == prev ? run + 1 : 1;
+		prev = c;
+		if (run >= 3 && c >= 'a' && c <= 'z') {
+			if (run == 3)
+				w--;
+			continue;
+		}
+		s[w++] = c;
 	}
 	return w;
 }
@@ -205,7 +217,7 @@ text_normalize(const char *in, size_t len, char *out, size_t outlen)
 	for (i = 0; i < len; i += adv) {
 		/* ASCII, most of a message, needs no decoding. */
 		if (s[i] < 0x80) {
-			norm_codepoint(&o, s[i]);
+			norm_put(&o, ascii_fold[s[i]]);
 			adv = 1;
 			continue;
 		}
