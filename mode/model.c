@@ -425,8 +425,8 @@ static void
 model_raw(const struct model *m, const struct feats *f, uint32_t mask,
     double *z)
 {
-	const int16_t	*w;
-	uint32_t	 b, ri, msk = ((uint32_t)1 << m->bits) - 1;
+	const int16_t	*w, *w1, *w2, *w3;
+	uint32_t	 b, msk = ((uint32_t)1 << m->bits) - 1;
 	size_t		 i, k;
 	int32_t		 acc[MODEL_MAX_LABELS];
 
@@ -442,10 +442,19 @@ model_raw(const struct model *m, const struct feats *f, uint32_t mask,
 		hit[nh] = m->row[b];
 		nh += hit[nh] != 0;
 	}
-	for (i = 0; i < nh; i++) {
-		ri = hit[i];
-		w = m->w + (size_t)(ri - 1) * MODEL_MAX_LABELS;
-		/* A fixed-width loop the compiler vectorises. */
+	/* Four rows at a time: the sums are exact integers, so their order
+	 * is free, and acc (which the compiler keeps in memory) is read and
+	 * written a quarter as often. A fixed-width loop it vectorises. */
+	for (i = 0; i + 4 <= nh; i += 4) {
+		w = m->w + (size_t)(hit[i] - 1) * MODEL_MAX_LABELS;
+		w1 = m->w + (size_t)(hit[i + 1] - 1) * MODEL_MAX_LABELS;
+		w2 = m->w + (size_t)(hit[i + 2] - 1) * MODEL_MAX_LABELS;
+		w3 = m->w + (size_t)(hit[i + 3] - 1) * MODEL_MAX_LABELS;
+		for (k = 0; k < MODEL_MAX_LABELS; k++)
+			acc[k] += (w[k] + w1[k]) + (w2[k] + w3[k]);
+	}
+	for (; i < nh; i++) {
+		w = m->w + (size_t)(hit[i] - 1) * MODEL_MAX_LABELS;
 		for (k = 0; k < MODEL_MAX_LABELS; k++)
 			acc[k] += w[k];
 	}
