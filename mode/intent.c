@@ -731,7 +731,7 @@ rules_score(const struct lexicon *lex, struct norm_text *nt, double *score)
 		hits[k] = 0;
 	}
 	nt->nmatched = 0;
-	memset(cand, 0, sizeof cand);
+	memset(cand, 0, (lex->npats + 63) / 64 * sizeof cand[0]);
 	match_set_candidates(lex->set, &nt->mt, cand);
 	/* Only the candidates, in pattern order. */
 	for (wi = 0; wi < (lex->npats + 63) / 64; wi++)

@@ -473,7 +473,7 @@ match_set_new(const struct pattern *const *p, size_t n)
 				bytes += mp->altlen[a];
 			}
 		}
-	while (slots < 2 * total)
+	while (slots < 4 * total)	/* mostly empty: a miss is one read */
 		slots *= 2;
 	s->npat = n;
 	s->mask = (uint32_t)slots - 1;
@@ -550,14 +550,18 @@ match_set_candidates(const struct match_set *s, const struct match_text *mt,
 		w = mt->text + mt->start[i];
 		len = mt->len[i];
 		h = SET_BASIS;
+		/* An empty home slot, most words and prefixes, says no at
+		 * once. */
 		for (j = 0; j < len; j++) {
 			h = (h ^ (unsigned char)w[j]) * SET_PRIME;
 			if (j < s->plen_max && ((s->plen[(j + 1) >> 6] >>
 			    ((j + 1) & 63)) & 1) &&
+			    s->slot[set_home(s, h, true)] != 0 &&
 			    (k = set_find(s, h, w, j + 1, true)) != NULL)
 				set_mark(s, k, sat);
 		}
-		if ((k = set_find(s, h, w, len, false)) != NULL)
+		if (s->slot[set_home(s, h, false)] != 0 &&
+		    (k = set_find(s, h, w, len, false)) != NULL)
 			set_mark(s, k, sat);
 	}
 	for (i = 0; i < s->npat; i++)
