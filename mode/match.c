@@ -273,7 +273,6 @@ match_text_init(struct match_text *mt, const char *text)
 		mt->len[mt->n] = (uint16_t)len;
 		mt->n++;
 		b = match_bloom_bit(w, len);
-		mt->wbit[mt->n - 1] = (uint16_t)b;
 		mt->bloom[b >> 6] |= (uint64_t)1 << (b & 63);
 		mt->first |= (uint64_t)1 << ((unsigned char)w[0] & 63);
 		w = end;

@@ -102,7 +102,6 @@ struct match_text {
 	size_t		 n;
 	uint16_t	 start[MATCH_TEXT_WORDS];
 	uint16_t	 len[MATCH_TEXT_WORDS];
-	uint16_t	 wbit[MATCH_TEXT_WORDS];	/* each word's bloom bit */
 	uint64_t	 bloom[MATCH_BLOOM];	/* words by first two bytes */
 	uint64_t	 first;			/* words by first byte */
 };
