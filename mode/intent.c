@@ -63,16 +63,24 @@ struct lex_answer {
 struct lex_abbr {
 	char	from[LEX_WORD];
 	char	to[LEX_EXPAND];
+	size_t	tolen;
 };
 
 struct lexicon {
 	struct lex_pat	*pats;
-	struct match_filter *filt;	/* [npats], compact, for a fast reject */
-	struct match_index *index;	/* over filt */
+	struct match_set *set;		/* the patterns' words (unless
+					   patterns never candidates) */
 	size_t		 npats;
+	uint16_t	*unless;	/* indices of the unless patterns, by
+					   intent: [unless_at[k], unless_at[k +
+					   1]) */
+	size_t		 unless_at[INTENT__COUNT + 1];
 	struct lex_abbr	*abbr;
 	size_t		 nabbr;
 	size_t		 abbr_max;	/* the longest abbreviated word */
+	uint32_t	*abbr_slot;	/* open addressing over abbr by
+					   word_hash: index + 1 */
+	uint32_t	 abbr_mask;	/* slots - 1 */
 	char		 neg[LEX_NEG_MAX][LEX_WORD];
 	size_t		 nneg;
 	int		 window;
@@ -105,6 +113,65 @@ abbr_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct lex_abbr *)a)->from,
 	    ((const struct lex_abbr *)b)->from);
+}
+
+/* FNV-1a of a word (len bytes at w). */
+static uint32_t
+word_hash(const char *w, size_t len)
+{
+	uint32_t	h = 2166136261u;
+	size_t		i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)w[i]) * 16777619u;
+	return h;
+}
+
+/* Hash the sorted abbreviations by their word, so a message's word is
+ * looked up with one hash instead of a binary search of strcmp. Where
+ * two keys normalise to the same word, the entry is the one bsearch
+ * finds. */
+static int
+lex_index_abbr(struct lexicon *lex)
+{
+	const struct lex_abbr	*a;
+	size_t			 slots = 16, i;
+	uint32_t		 j;
+
+	while (slots < 2 * lex->nabbr)
+		slots *= 2;
+	if ((lex->abbr_slot = calloc(slots, sizeof *lex->abbr_slot)) == NULL)
+		return -1;
+	lex->abbr_mask = (uint32_t)slots - 1;
+	for (i = 0; i < lex->nabbr; i++) {
+		a = bsearch(&lex->abbr[i], lex->abbr, lex->nabbr, sizeof *a,
+		    abbr_cmp);
+		for (j = word_hash(a->from, strlen(a->from)) & lex->abbr_mask;
+		    lex->abbr_slot[j] != 0 &&
+		    &lex->abbr[lex->abbr_slot[j] - 1] != a;
+		    j = (j + 1) & lex->abbr_mask)
+			;
+		lex->abbr_slot[j] = (uint32_t)(a - lex->abbr + 1);
+	}
+	return 0;
+}
+
+/* The abbreviation of the word (len bytes at w), or NULL. */
+static const struct lex_abbr *
+lex_abbr_find(const struct lexicon *lex, const char *w, size_t len)
+{
+	const struct lex_abbr	*a;
+	uint32_t		 j;
+
+	if (len > lex->abbr_max)
+		return NULL;
+	for (j = word_hash(w, len) & lex->abbr_mask; lex->abbr_slot[j] != 0;
+	    j = (j + 1) & lex->abbr_mask) {
+		a = &lex->abbr[lex->abbr_slot[j] - 1];
+		if (a->from[len] == '\0' && memcmp(a->from, w, len) == 0)
+			return a;
+	}
+	return NULL;
 }
 
 /* Normalise s into one word of at most max-1 bytes; -1 if it is not one. */
@@ -143,6 +210,7 @@ lex_load_abbr(struct lexicon *lex, const struct flat *f, struct diag *d)
 			diag_add(d, f->file, e->path,
 			    "expansion is empty or too long");
 		else {
+			a->tolen = strlen(a->to);
 			if (strlen(a->from) > lex->abbr_max)
 				lex->abbr_max = strlen(a->from);
 			lex->nabbr++;
@@ -352,6 +420,38 @@ lex_load_answers(struct lexicon *lex, const struct flat *f, struct diag *d)
 	}
 }
 
+/* Build what matching needs: the abbreviations' hash, the set of the
+ * patterns' words, the unless patterns of each intent. */
+static int
+lex_index(struct lexicon *lex)
+{
+	const struct pattern	**p;
+	size_t			  i, n = 0;
+	int			  k;
+
+	if (lex->npats > LEX_PATS_MAX || lex_index_abbr(lex) == -1 ||
+	    (p = calloc(lex->npats + 1, sizeof *p)) == NULL)
+		return -1;
+	if ((lex->unless = calloc(lex->npats + 1, sizeof *lex->unless)) ==
+	    NULL) {
+		free(p);
+		return -1;
+	}
+	for (i = 0; i < lex->npats; i++)
+		p[i] = lex->pats[i].unless ? NULL : &lex->pats[i].pat;
+	lex->set = match_set_new(p, lex->npats);
+	free(p);
+	for (k = 0; k < INTENT__COUNT; k++) {
+		lex->unless_at[k] = n;
+		for (i = 0; i < lex->npats; i++)
+			if (lex->pats[i].unless && lex->pats[i].intent ==
+			    (enum intent)k)
+				lex->unless[n++] = (uint16_t)i;
+	}
+	lex->unless_at[INTENT__COUNT] = n;
+	return lex->set == NULL ? -1 : 0;
+}
+
 struct lexicon *
 lexicon_load(const struct flat *f, struct diag *d)
 {
@@ -361,7 +461,6 @@ lexicon_load(const struct flat *f, struct diag *d)
 
 	if ((lex = calloc(1, sizeof *lex)) == NULL ||
 	    (lex->pats = calloc(f->n + 1, sizeof *lex->pats)) == NULL ||
-	    (lex->filt = calloc(f->n + 1, sizeof *lex->filt)) == NULL ||
 	    (lex->abbr = calloc(f->n + 1, sizeof *lex->abbr)) == NULL ||
 	    (names = calloc(INTENT__COUNT * 2, sizeof *names)) == NULL) {
 		diag_add(d, f->file, "", "out of memory");
@@ -381,10 +480,7 @@ lexicon_load(const struct flat *f, struct diag *d)
 		lexicon_free(lex);
 		return NULL;
 	}
-	for (i = 0; i < lex->npats; i++)
-		match_filter_of(&lex->pats[i].pat, &lex->filt[i]);
-	if (lex->npats > LEX_PATS_MAX ||
-	    (lex->index = match_index_new(lex->filt, lex->npats)) == NULL) {
+	if (lex_index(lex) == -1) {
 		diag_add(d, f->file, "intents", "more than %d patterns or out "
 		    "of memory", LEX_PATS_MAX);
 		lexicon_free(lex);
@@ -406,9 +502,10 @@ lexicon_free(struct lexicon *lex)
 		for (k = 0; k < lex->answer[i].nwhen; k++)
 			free(lex->answer[i].src[k]);
 	free(lex->pats);
-	free(lex->filt);
-	match_index_free(lex->index);
+	match_set_free(lex->set);
+	free(lex->unless);
 	free(lex->abbr);
+	free(lex->abbr_slot);
 	free(lex);
 }
 
@@ -417,20 +514,15 @@ static void
 norm_append(const struct lexicon *lex, struct norm_text *nt, const char *w,
     size_t len, uint16_t clause)
 {
-	struct lex_abbr		 key, *a;
+	const struct lex_abbr	*a;
 	const char		*s;
 	size_t			 n, i;
 
 	s = w;
 	n = len;
-	if (len <= lex->abbr_max) {
-		memcpy(key.from, w, len);
-		key.from[len] = '\0';
-		if ((a = bsearch(&key, lex->abbr, lex->nabbr, sizeof *a,
-		    abbr_cmp)) != NULL) {
-			s = a->to;
-			n = strlen(a->to);
-		}
+	if ((a = lex_abbr_find(lex, w, len)) != NULL) {
+		s = a->to;
+		n = a->tolen;
 	}
 	if (nt->len + n + 2 > sizeof nt->text)
 		return;
@@ -439,8 +531,8 @@ norm_append(const struct lexicon *lex, struct norm_text *nt, const char *w,
 	memcpy(nt->text + nt->len, s, n);
 	nt->len += n;
 	nt->text[nt->len] = '\0';
-	for (i = 0; i < n; i++)
-		if ((i == 0 || s[i - 1] == ' ') && nt->nwords < INTENT_WORDS)
+	for (i = 0; i < n && nt->nwords < INTENT_WORDS; i++)
+		if (i == 0 || s[i - 1] == ' ')
 			nt->clause[nt->nwords++] = clause;
 }
 
@@ -468,7 +560,8 @@ norm_clauses(const struct lexicon *lex, const char *text, size_t len,
 			;
 		text_normalize(p, (size_t)(q - p), tmp, sizeof tmp);
 		for (w = tmp; *w != '\0'; w += wl + (w[wl] == ' ')) {
-			wl = strcspn(w, " ");
+			for (wl = 0; w[wl] != ' ' && w[wl] != '\0'; wl++)
+				;
 			norm_append(lex, nt, w, wl, clause);
 		}
 		clause++;
@@ -542,10 +635,8 @@ match_vetoed(const struct lexicon *lex, const struct norm_text *nt,
 	hi = word_index(nt, e > s ? e - 1 : s);
 	if (hi >= INTENT_WORDS)
 		return false;
-	for (i = 0; i < lex->npats; i++) {
-		lp = &lex->pats[i];
-		if (!lp->unless || lp->intent != in)
-			continue;
+	for (i = lex->unless_at[in]; i < lex->unless_at[in + 1]; i++) {
+		lp = &lex->pats[lex->unless[i]];
 		/* Every occurrence, resuming at the word after each start. */
 		for (from = 0; from < nt->mt.n && match_find_text(&lp->pat,
 		    &nt->mt, from, &us, &ue); ) {
@@ -559,14 +650,15 @@ match_vetoed(const struct lexicon *lex, const struct norm_text *nt,
 	return false;
 }
 
-/* Does pattern lp match nt and count (not negated, not vetoed)? */
+/* Does pattern lp (not an unless one) match nt and count (not negated,
+ * not vetoed)? */
 static bool
 pat_counts(const struct lexicon *lex, const struct norm_text *nt,
     const struct lex_pat *lp)
 {
 	size_t	s, e;
 
-	if (lp->unless || !match_find_text(&lp->pat, &nt->mt, 0, &s, &e))
+	if (!match_find_text(&lp->pat, &nt->mt, 0, &s, &e))
 		return false;
 	if (lex->negatable[lp->intent] &&
 	    match_negated(lex, nt, s))
@@ -639,8 +731,8 @@ rules_score(const struct lexicon *lex, struct norm_text *nt, double *score)
 		hits[k] = 0;
 	}
 	nt->nmatched = 0;
-	memset(cand, 0, sizeof cand);
-	match_index_candidates(lex->index, lex->filt, &nt->mt, cand);
+	memset(cand, 0, (lex->npats + 63) / 64 * sizeof cand[0]);
+	match_set_candidates(lex->set, &nt->mt, cand);
 	/* Only the candidates, in pattern order. */
 	for (wi = 0; wi < (lex->npats + 63) / 64; wi++)
 	    for (bits = cand[wi]; bits != 0; bits &= bits - 1) {

@@ -250,7 +250,7 @@ match_at(const struct pattern *p, size_t i, const struct match_text *mt,
 void
 match_text_init(struct match_text *mt, const char *text)
 {
-	const char	*w = text;
+	const char	*w = text, *end;
 	size_t		 len;
 	unsigned	 b;
 
@@ -259,21 +259,23 @@ match_text_init(struct match_text *mt, const char *text)
 	memset(mt->bloom, 0, sizeof mt->bloom);
 	mt->first = 0;
 	for (;;) {
-		w += strspn(w, " ");
+		while (*w == ' ')
+			w++;
 		if (*w == '\0' || mt->n == MATCH_TEXT_WORDS ||
 		    w - text > 65535 - 256)
 			break;
-		len = strcspn(w, " ");
+		for (len = 1; w[len] != ' ' && w[len] != '\0'; len++)
+			;
+		end = w + len;
 		if (len > 255)
 			len = 255;
 		mt->start[mt->n] = (uint16_t)(w - text);
 		mt->len[mt->n] = (uint16_t)len;
 		mt->n++;
 		b = match_bloom_bit(w, len);
-		mt->wbit[mt->n - 1] = (uint16_t)b;
 		mt->bloom[b >> 6] |= (uint64_t)1 << (b & 63);
 		mt->first |= (uint64_t)1 << ((unsigned char)w[0] & 63);
-		w += strcspn(w, " ");
+		w = end;
 	}
 }
 
@@ -336,87 +338,232 @@ match_find(const struct pattern *p, const char *text, size_t *start,
 	return match_find_text(p, &mt, 0, start, end);
 }
 
-struct match_index {
-	uint32_t	 start[1024 + 1];	/* list of bit b: [start[b],
-						   start[b + 1]) */
-	uint16_t	*list;
-	uint16_t	*always;	/* patterns no bit can rule out */
-	size_t		 nalways;
+/* FNV-1a, one byte at a time: a word's prefixes hash on the way. */
+#define SET_BASIS	2166136261u
+#define SET_PRIME	16777619u
+
+/* A distinct word of the patterns, exact or a prefix (word*), and the
+ * word positions it meets: ref[r0..r1), each pattern << 4 | ordinal. */
+struct set_key {
+	uint32_t	 hash;		/* FNV-1a of the bytes */
+	uint32_t	 off;		/* into pool */
+	uint32_t	 r0, r1;
+	uint8_t		 len;
+	uint8_t		 prefix;
 };
 
-struct match_index *
-match_index_new(const struct match_filter *f, size_t n)
-{
-	struct match_index	*ix;
-	uint32_t		 count[1024] = { 0 }, pos[1024];
-	size_t			 i, k, total = 0;
+struct match_set {
+	size_t		 npat;
+	uint16_t	*need;		/* [npat]: every ordinal's bit */
+	struct set_key	*key;
+	size_t		 nkey;
+	uint32_t	*slot;		/* open addressing: key index + 1 */
+	uint32_t	 mask;		/* slots - 1 */
+	uint32_t	*ref;
+	char		*pool;		/* the keys' bytes */
+	size_t		 used;
+	uint64_t	 plen[4];	/* bit l: some prefix has l bytes */
+	size_t		 plen_max;
+};
 
-	if (n > 65535 || (ix = calloc(1, sizeof *ix)) == NULL)
+/* The slot a hash starts probing at; prefixes and words apart. */
+static uint32_t
+set_home(const struct match_set *s, uint32_t h, bool prefix)
+{
+	return ((h ^ (prefix ? 0x9E3779B9u : 0)) * 2654435761u) & s->mask;
+}
+
+/* The key of len bytes at w (its hash h), or NULL. */
+static const struct set_key *
+set_find(const struct match_set *s, uint32_t h, const char *w, size_t len,
+    bool prefix)
+{
+	const struct set_key	*k;
+	uint32_t		 i, ki;
+
+	for (i = set_home(s, h, prefix); (ki = s->slot[i]) != 0;
+	    i = (i + 1) & s->mask) {
+		k = &s->key[ki - 1];
+		if (k->hash == h && k->len == len && k->prefix == prefix &&
+		    memcmp(s->pool + k->off, w, len) == 0)
+			return k;
+	}
+	return NULL;
+}
+
+/* The index of the key of len bytes at w, added if new. */
+static uint32_t
+set_add(struct match_set *s, const char *w, size_t len, bool prefix)
+{
+	const struct set_key	*found;
+	struct set_key		*k;
+	uint32_t		 h = SET_BASIS, i;
+	size_t			 j;
+
+	for (j = 0; j < len; j++)
+		h = (h ^ (unsigned char)w[j]) * SET_PRIME;
+	if ((found = set_find(s, h, w, len, prefix)) != NULL)
+		return (uint32_t)(found - s->key);
+	for (i = set_home(s, h, prefix); s->slot[i] != 0;
+	    i = (i + 1) & s->mask)
+		;
+	k = &s->key[s->nkey];
+	k->hash = h;
+	k->off = (uint32_t)s->used;
+	k->len = (uint8_t)len;
+	k->prefix = prefix;
+	memcpy(s->pool + s->used, w, len);
+	s->used += len;
+	s->slot[i] = (uint32_t)++s->nkey;
+	if (prefix) {
+		s->plen[len >> 6] |= (uint64_t)1 << (len & 63);
+		if (len > s->plen_max)
+			s->plen_max = len;
+	}
+	return (uint32_t)(s->nkey - 1);
+}
+
+/* Every alternative of p[0..n): its key and its ref, in order; returns
+ * how many. */
+static size_t
+set_alts(struct match_set *s, const struct pattern *const *p, size_t n,
+    uint32_t *kof, uint32_t *ref)
+{
+	const struct match_pos	*mp;
+	size_t			 i, j, a, ord, m = 0;
+
+	for (i = 0; i < n; i++) {
+		if (p[i] == NULL) {
+			s->need[i] = 0xFFFF;	/* no word meets bit 15 */
+			continue;
+		}
+		for (j = 0, ord = 0; j < p[i]->npos; j++) {
+			mp = &p[i]->pos[j];
+			if (mp->kind != MATCH_WORD)
+				continue;
+			for (a = 0; a < mp->nalt; a++) {
+				kof[m] = set_add(s, p[i]->buf + mp->alt[a],
+				    mp->altlen[a], (mp->prefix >> a) & 1);
+				ref[m++] = (uint32_t)(i << 4 | ord);
+			}
+			s->need[i] |= (uint16_t)(1u << ord);
+			ord++;
+		}
+	}
+	return m;
+}
+
+struct match_set *
+match_set_new(const struct pattern *const *p, size_t n)
+{
+	const struct match_pos	*mp;
+	struct match_set	*s;
+	uint32_t		*kof = NULL, *ref = NULL, *fill = NULL;
+	size_t			 i, j, a, total = 0, bytes = 0, slots = 16, m;
+
+	if (n > MATCH_SET_MAX || (s = calloc(1, sizeof *s)) == NULL)
 		return NULL;
 	for (i = 0; i < n; i++)
-		for (k = 0; f[i].npos > 0 && f[i].first[0] == 0 &&
-		    k < f[i].nalt[0]; k++)
-			if (f[i].abit[0][k] != MATCH_NOBIT)
-				count[f[i].abit[0][k]]++;
-	for (k = 0; k < 1024; k++) {
-		ix->start[k] = (uint32_t)total;
-		pos[k] = (uint32_t)total;
-		total += count[k];
-	}
-	ix->start[1024] = (uint32_t)total;
-	ix->list = calloc(total + 1, sizeof *ix->list);
-	ix->always = calloc(n + 1, sizeof *ix->always);
-	if (ix->list == NULL || ix->always == NULL) {
-		match_index_free(ix);
+		for (j = 0; p[i] != NULL && j < p[i]->npos; j++) {
+			mp = &p[i]->pos[j];
+			for (a = 0; mp->kind == MATCH_WORD && a < mp->nalt;
+			    a++) {
+				total++;
+				bytes += mp->altlen[a];
+			}
+		}
+	while (slots < 4 * total)	/* mostly empty: a miss is one read */
+		slots *= 2;
+	s->npat = n;
+	s->mask = (uint32_t)slots - 1;
+	s->need = calloc(n + 1, sizeof *s->need);
+	s->key = calloc(total + 1, sizeof *s->key);
+	s->slot = calloc(slots, sizeof *s->slot);
+	s->ref = calloc(total + 1, sizeof *s->ref);
+	s->pool = malloc(bytes + 1);
+	kof = calloc(total + 1, sizeof *kof);
+	ref = calloc(total + 1, sizeof *ref);
+	fill = calloc(total + 1, sizeof *fill);
+	if (s->need == NULL || s->key == NULL || s->slot == NULL ||
+	    s->ref == NULL || s->pool == NULL || kof == NULL || ref == NULL ||
+	    fill == NULL) {
+		free(kof);
+		free(ref);
+		free(fill);
+		match_set_free(s);
 		return NULL;
 	}
-	for (i = 0; i < n; i++) {
-		if (f[i].npos == 0 || f[i].first[0] != 0) {
-			ix->always[ix->nalways++] = (uint16_t)i;
-			continue;
-		}
-		for (k = 0; k < f[i].nalt[0]; k++)
-			if (f[i].abit[0][k] != MATCH_NOBIT)
-				ix->list[pos[f[i].abit[0][k]]++] = (uint16_t)i;
+	m = set_alts(s, p, n, kof, ref);
+	/* Each key's refs contiguous: count, then place. */
+	for (i = 0; i < m; i++)
+		s->key[kof[i]].r1++;
+	for (i = 0, total = 0; i < s->nkey; i++) {
+		s->key[i].r0 = (uint32_t)total;
+		fill[i] = (uint32_t)total;
+		total += s->key[i].r1;
+		s->key[i].r1 = (uint32_t)total;
 	}
-	return ix;
+	for (i = 0; i < m; i++)
+		s->ref[fill[kof[i]]++] = ref[i];
+	free(kof);
+	free(ref);
+	free(fill);
+	return s;
 }
 
 void
-match_index_free(struct match_index *ix)
+match_set_free(struct match_set *s)
 {
-	if (ix == NULL)
+	if (s == NULL)
 		return;
-	free(ix->list);
-	free(ix->always);
-	free(ix);
+	free(s->need);
+	free(s->key);
+	free(s->slot);
+	free(s->ref);
+	free(s->pool);
+	free(s);
+}
+
+/* Mark the word positions key k meets. */
+static void
+set_mark(const struct match_set *s, const struct set_key *k, uint16_t *sat)
+{
+	uint32_t	r;
+
+	for (r = k->r0; r < k->r1; r++)
+		sat[s->ref[r] >> 4] |= (uint16_t)(1u << (s->ref[r] & 15));
 }
 
 void
-match_index_candidates(const struct match_index *ix,
-    const struct match_filter *f, const struct match_text *mt,
+match_set_candidates(const struct match_set *s, const struct match_text *mt,
     uint64_t *cand)
 {
-	uint64_t	seen[MATCH_BLOOM] = { 0 };
-	uint32_t	j;
-	size_t		w, i;
-	uint16_t	b, p;
+	uint16_t		 sat[MATCH_SET_MAX];
+	const struct set_key	*k;
+	const char		*w;
+	size_t			 i, j, len;
+	uint32_t		 h;
 
-	for (i = 0; i < ix->nalways; i++) {
-		p = ix->always[i];
-		if (match_filter_test(&f[p], mt))
-			cand[p >> 6] |= (uint64_t)1 << (p & 63);
-	}
-	for (w = 0; w < mt->n; w++) {
-		b = mt->wbit[w];
-		if ((seen[b >> 6] >> (b & 63)) & 1)
-			continue;
-		seen[b >> 6] |= (uint64_t)1 << (b & 63);
-		for (j = ix->start[b]; j < ix->start[b + 1]; j++) {
-			p = ix->list[j];
-			if (!((cand[p >> 6] >> (p & 63)) & 1) &&
-			    match_filter_test(&f[p], mt))
-				cand[p >> 6] |= (uint64_t)1 << (p & 63);
+	memset(sat, 0, s->npat * sizeof *sat);
+	for (i = 0; i < mt->n; i++) {
+		w = mt->text + mt->start[i];
+		len = mt->len[i];
+		h = SET_BASIS;
+		/* An empty home slot, most words and prefixes, says no at
+		 * once. */
+		for (j = 0; j < len; j++) {
+			h = (h ^ (unsigned char)w[j]) * SET_PRIME;
+			if (j < s->plen_max && ((s->plen[(j + 1) >> 6] >>
+			    ((j + 1) & 63)) & 1) &&
+			    s->slot[set_home(s, h, true)] != 0 &&
+			    (k = set_find(s, h, w, j + 1, true)) != NULL)
+				set_mark(s, k, sat);
 		}
+		if (s->slot[set_home(s, h, false)] != 0 &&
+		    (k = set_find(s, h, w, len, false)) != NULL)
+			set_mark(s, k, sat);
 	}
+	for (i = 0; i < s->npat; i++)
+		if (sat[i] == s->need[i])
+			cand[i >> 6] |= (uint64_t)1 << (i & 63);
 }

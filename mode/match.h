@@ -102,7 +102,6 @@ struct match_text {
 	size_t		 n;
 	uint16_t	 start[MATCH_TEXT_WORDS];
 	uint16_t	 len[MATCH_TEXT_WORDS];
-	uint16_t	 wbit[MATCH_TEXT_WORDS];	/* each word's bloom bit */
 	uint64_t	 bloom[MATCH_BLOOM];	/* words by first two bytes */
 	uint64_t	 first;			/* words by first byte */
 };
@@ -146,21 +145,26 @@ match_filter_test(const struct match_filter *f, const struct match_text *mt)
 }
 
 /*
- * An inverted index over many patterns' filters (bloom bit -> patterns),
- * so a text looks only at the patterns one of its words may start: with
- * hundreds of patterns, most are never touched.
+ * The words of many patterns, for an exact first test: a pattern is a
+ * candidate for a text only when each of its word positions is met by
+ * some word of the text (the word itself, or one it starts for word*).
+ * Built once at load; each word of a text is looked up once (a hash of
+ * its bytes and of those of its prefixes that some pattern names), not
+ * once per pattern, so the patterns whose words are absent cost nothing.
  */
-struct match_index;
+#define MATCH_SET_MAX	4096	/* patterns of a set */
+struct match_set;
 
-/* Build the index of f[0..n) (n <= 65535); NULL when out of memory. */
-struct match_index	*match_index_new(const struct match_filter *f,
+/* Build the set of p[0..n) (n <= MATCH_SET_MAX); a NULL entry is never a
+ * candidate. Borrows nothing. NULL when out of memory or n too large. */
+struct match_set	*match_set_new(const struct pattern *const *p,
 			    size_t n);
-void			 match_index_free(struct match_index *);
+void			 match_set_free(struct match_set *);
 /* Set bit i of cand (zeroed by the caller, (n + 63) / 64 words) for every
- * pattern i whose filter passes for mt. */
-void	match_index_candidates(const struct match_index *,
-	    const struct match_filter *f, const struct match_text *mt,
-	    uint64_t *cand);
+ * pattern i each of whose word positions some word of mt meets: the only
+ * ones match_find_text can find in mt. */
+void	match_set_candidates(const struct match_set *,
+	    const struct match_text *mt, uint64_t *cand);
 
 /* match_find on a split text; from is the first word a match may start
  * at (0: anywhere). */

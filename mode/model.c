@@ -15,6 +15,8 @@
 #define MODEL_MAGIC	"modegate-model 1"
 #define MODEL_BITS_MIN	10
 #define MODEL_BITS_MAX	22
+#define FEAT_PAIR_MAX	(2 * 64 + 2)	/* a bigram is a feature while its
+					   bytes are fewer */
 
 struct model {
 	char		 kind[16];
@@ -32,17 +34,23 @@ struct model {
 	size_t		 nrows;
 };
 
+/* FNV-1a continued over len bytes of s. */
+static uint32_t
+hash_more(uint32_t h, const char *s, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h;
+}
+
 /* FNV-1a over the tag and the bytes. */
 static uint32_t
 feat_hash(char tag, const char *s, size_t len)
 {
-	uint32_t	h = 2166136261u;
-	size_t		i;
-
-	h = (h ^ (unsigned char)tag) * 16777619u;
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
+	return hash_more((2166136261u ^ (unsigned char)tag) * 16777619u, s,
+	    len);
 }
 
 void
@@ -103,38 +111,55 @@ feats_chars(struct feats *f, const char *w, size_t len)
 	}
 }
 
+/* Add the feature of a, a space and b joined (a bigram), without
+ * copying them on the hot path (FNV-1a hashes piecewise). */
+static void
+feats_add_pair(struct feats *f, char tag, const char *a, size_t al,
+    const char *b, size_t bl)
+{
+	char		buf[FEAT_PAIR_MAX];
+	uint32_t	h;
+
+	if (f->name != NULL) {
+		memcpy(buf, a, al);
+		buf[al] = ' ';
+		memcpy(buf + al + 1, b, bl);
+		feats_add(f, tag, buf, al + 1 + bl);
+		return;
+	}
+	if (f->n == FEATS_MAX)
+		return;
+	h = feat_hash(tag, a, al);
+	h = (h ^ (unsigned char)' ') * 16777619u;
+	f->id[f->n++] = hash_more(h, b, bl);
+}
+
 void
 feats_text(struct feats *f, const char *norm)
 {
-	char		 bi[2 * 64 + 2];
 	const char	*w, *prev = "<s>";
-	size_t		 wl, pl = 3, nw = 0, total = strlen(norm);
+	size_t		 wl, pl = 3, nw = 0;
+	char		 len;
 
 	for (w = norm; *w != '\0'; w += wl + (w[wl] == ' ')) {
-		wl = strcspn(w, " ");
+		for (wl = 0; w[wl] != ' ' && w[wl] != '\0'; wl++)
+			;
 		if (wl == 0)
 			break;
 		feats_add(f, 'w', w, wl);
-		if (pl + wl + 1 < sizeof bi) {
-			memcpy(bi, prev, pl);
-			bi[pl] = ' ';
-			memcpy(bi + pl + 1, w, wl);
-			feats_add(f, 'b', bi, pl + wl + 1);
-		}
+		if (pl + wl + 1 < FEAT_PAIR_MAX)
+			feats_add_pair(f, 'b', prev, pl, w, wl);
 		feats_chars(f, w, wl);
 		prev = w;
 		pl = wl;
 		nw++;
 	}
-	if (nw > 0 && pl + 5 < sizeof bi) {
-		memcpy(bi, prev, pl);
-		memcpy(bi + pl, " </s>", 5);
-		feats_add(f, 'b', bi, pl + 5);
-	}
+	if (nw > 0 && pl + 5 < FEAT_PAIR_MAX)
+		feats_add_pair(f, 'b', prev, pl, "</s>", 4);
 	if (nw > 0 && nw <= 3)
-		feats_add(f, 'm', norm, total);
-	bi[0] = (char)('0' + (nw > 9 ? 9 : nw));
-	feats_add(f, 'l', bi, 1);
+		feats_add(f, 'm', norm, strlen(norm));
+	len = (char)('0' + (nw > 9 ? 9 : nw));
+	feats_add(f, 'l', &len, 1);
 }
 
 /* Allocate the tables of a model with nrows rows. */
@@ -425,8 +450,8 @@ static void
 model_raw(const struct model *m, const struct feats *f, uint32_t mask,
     double *z)
 {
-	const int16_t	*w;
-	uint32_t	 b, ri, msk = ((uint32_t)1 << m->bits) - 1;
+	const int16_t	*w, *w1, *w2, *w3;
+	uint32_t	 b, msk = ((uint32_t)1 << m->bits) - 1;
 	size_t		 i, k;
 	int32_t		 acc[MODEL_MAX_LABELS];
 
@@ -442,10 +467,19 @@ model_raw(const struct model *m, const struct feats *f, uint32_t mask,
 		hit[nh] = m->row[b];
 		nh += hit[nh] != 0;
 	}
-	for (i = 0; i < nh; i++) {
-		ri = hit[i];
-		w = m->w + (size_t)(ri - 1) * MODEL_MAX_LABELS;
-		/* A fixed-width loop the compiler vectorises. */
+	/* Four rows at a time: the sums are exact integers, so their order
+	 * is free, and acc (which the compiler keeps in memory) is read and
+	 * written a quarter as often. A fixed-width loop it vectorises. */
+	for (i = 0; i + 4 <= nh; i += 4) {
+		w = m->w + (size_t)(hit[i] - 1) * MODEL_MAX_LABELS;
+		w1 = m->w + (size_t)(hit[i + 1] - 1) * MODEL_MAX_LABELS;
+		w2 = m->w + (size_t)(hit[i + 2] - 1) * MODEL_MAX_LABELS;
+		w3 = m->w + (size_t)(hit[i + 3] - 1) * MODEL_MAX_LABELS;
+		for (k = 0; k < MODEL_MAX_LABELS; k++)
+			acc[k] += (w[k] + w1[k]) + (w2[k] + w3[k]);
+	}
+	for (; i < nh; i++) {
+		w = m->w + (size_t)(hit[i] - 1) * MODEL_MAX_LABELS;
 		for (k = 0; k < MODEL_MAX_LABELS; k++)
 			acc[k] += w[k];
 	}

@@ -28,6 +28,14 @@ static const char latin1_fold[64 + 1] =
     "aaaaaaaceeeeiiiidnooooo ouuuuyts"
     "aaaaaaaceeeeiiiidnooooo ouuuuyty";
 
+/* What an ASCII byte becomes: a letter lower-cased, a digit or '_'
+ * itself, anything else a separator (norm_codepoint's rules). */
+static const char ascii_fold[128 + 1] =
+    "                                "
+    "                0123456789      "
+    " abcdefghijklmnopqrstuvwxyz    _"
+    " abcdefghijklmnopqrstuvwxyz     ";
+
 struct emoji_map {
 	uint32_t	 cp;
 	const char	*word;
@@ -171,23 +179,24 @@ norm_codepoint(struct norm_out *o, uint32_t cp)
 }
 
 /* Squeeze runs of three or more identical letters in place; returns the
- * new length. */
+ * new length. One pass, the run counted as it goes: its third letter
+ * takes back the second. */
 static size_t
 norm_squeeze(char *s, size_t len)
 {
-	size_t	r = 0, w = 0, run;
+	size_t	r, w = 0, run = 0;
+	char	c, prev = 0;
 
-	while (r < len) {
-		run = 1;
-		while (r + run < len && s[r + run] == s[r])
-			run++;
-		if (run >= 3 && s[r] >= 'a' && s[r] <= 'z')
-			s[w++] = s[r];
-		else {
-			memmove(s + w, s + r, run);
-			w += run;
+	for (r = 0; r < len; r++) {
+		c = s[r];
+		run = r > 0 && c == prev ? run + 1 : 1;
+		prev = c;
+		if (run >= 3 && c >= 'a' && c <= 'z') {
+			if (run == 3)
+				w--;
+			continue;
 		}
-		r += run;
+		s[w++] = c;
 	}
 	return w;
 }
@@ -206,6 +215,12 @@ text_normalize(const char *in, size_t len, char *out, size_t outlen)
 	o.len = 0;
 	o.cap = outlen - 1;
 	for (i = 0; i < len; i += adv) {
+		/* ASCII, most of a message, needs no decoding. */
+		if (s[i] < 0x80) {
+			norm_put(&o, ascii_fold[s[i]]);
+			adv = 1;
+			continue;
+		}
 		cp = utf8_decode(s + i, len - i, &adv);
 		if (cp >= 0)
 			norm_codepoint(&o, (uint32_t)cp);

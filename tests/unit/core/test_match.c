@@ -110,6 +110,59 @@ test_compile_errors(void **state)
 	    "more than 12 positions");
 }
 
+/* The set's candidates for text: bit i for pattern src[i]. */
+static uint64_t
+candidates(const char *const *src, size_t n, const char *text)
+{
+	struct pattern		 p[8];
+	const struct pattern	*pp[8];
+	struct match_set	*s;
+	struct match_text	 mt;
+	uint64_t		 cand = 0;
+	char			 err[128];
+	size_t			 i;
+
+	for (i = 0; i < n; i++) {
+		assert_int_equal(match_compile(&p[i], src[i], err, sizeof err),
+		    0);
+		pp[i] = &p[i];
+	}
+	pp[n - 1] = NULL;	/* the last one is left out */
+	assert_non_null(s = match_set_new(pp, n));
+	match_text_init(&mt, text);
+	match_set_candidates(s, &mt, &cand);
+	match_set_free(s);
+	return cand;
+}
+
+static void
+test_set_candidates(void **state)
+{
+	static const char *const src[] = {
+		"pare|para de .. mandar",	/* 0 */
+		"plant* noturno*",		/* 1 */
+		"^nao$",			/* 2 */
+		"me * vagas",			/* 3 */
+		"a* b",				/* 4 */
+		"mandar",			/* 5: not in the set */
+	};
+	size_t	n = sizeof src / sizeof src[0];
+
+	/* Every word position met somewhere, in any order: a candidate. */
+	assert_int_equal(candidates(src, n, "mandar de pare"), 1u << 0);
+	assert_int_equal(candidates(src, n, "plantoes noturnos"), 1u << 1);
+	/* A prefix is not met by a shorter word, nor a word by a longer. */
+	assert_int_equal(candidates(src, n, "plan noturnos"), 0);
+	assert_int_equal(candidates(src, n, "naooo"), 0);
+	assert_int_equal(candidates(src, n, "ok nao"), 1u << 2);
+	assert_int_equal(candidates(src, n, "me vagas"), 1u << 3);
+	assert_int_equal(candidates(src, n, "b abc"), 1u << 4);
+	assert_int_equal(candidates(src, n, "b"), 0);
+	/* What match_find finds is always a candidate. */
+	assert_true(m(src[0], "para de me mandar"));
+	assert_int_equal(candidates(src, n, "para de me mandar"), 1u << 0);
+}
+
 int
 main(void)
 {
@@ -120,6 +173,7 @@ main(void)
 		cmocka_unit_test(test_anchors_and_offsets),
 		cmocka_unit_test(test_pattern_words_are_normalised),
 		cmocka_unit_test(test_compile_errors),
+		cmocka_unit_test(test_set_candidates),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
