@@ -39,10 +39,14 @@ struct worker {
 	struct event		*tick;
 	struct event		*kick;
 	bool			 claiming;
+	size_t			 claim_lim;	/* turns it may return */
+	double			 claim_t0;	/* metrics: sent at */
 	bool			 again;		/* claim again when done */
 	bool			 draining;	/* shutdown: claim no more */
 	bool			 claim_err;	/* the last claim failed */
 	size_t			 inflight;
+	size_t			 reserved;	/* room held by claims in flight
+						 * and turns not yet started */
 	struct turn		*turns;		/* list of turns in flight */
 };
 
