@@ -278,8 +278,7 @@ turn_message(const struct ruleset *rs, const struct turn_input *in,
 	p->bridge_consent = (mp->intent.intent == INTENT_CONFIRMACAO ||
 	    mp->intent.intent == INTENT_INTERESSE_VAGA) &&
 	    turn_asked_to_connect(in->julia_before);
-	memcpy(p->policy_constraints, mp->policy.constraints,
-	    sizeof p->policy_constraints);
+	p->policy_constraints = mp->policy.constraints;
 	if (p->flag == TURN_FLAG_OFF)
 		return;
 	memset(&rin, 0, sizeof rin);
@@ -298,8 +297,8 @@ turn_message(const struct ruleset *rs, const struct turn_input *in,
  * objection is revisited, its micro-confirmation naming the objection
  * instead of the plain one. */
 static void
-turn_constraints_for(const struct ruleset *rs, struct turn_plan *p,
-    const char *objection)
+turn_constraints_for(const struct ruleset *rs, const struct turn_plan *p,
+    const char *objection, char *out, size_t outlen)
 {
 	char		 revisit[1024], mode[GATE_TEXT_MAX];
 	const char	*parts[3], *tpl = gate_revisit_prompt(rs->gate), *at;
@@ -307,8 +306,8 @@ turn_constraints_for(const struct ruleset *rs, struct turn_plan *p,
 
 	if (p->st.pending != MODE_OFERTA || !turn_objection_open(p) ||
 	    tpl == NULL) {
-		turn_constraints(rs, &p->st, p->policy_constraints,
-		    p->constraints, sizeof p->constraints);
+		turn_constraints(rs, &p->st, p->policy_constraints, out,
+		    outlen);
 		return;
 	}
 	if (p->set.objection != NULL)
@@ -326,17 +325,19 @@ turn_constraints_for(const struct ruleset *rs, struct turn_plan *p,
 	parts[0] = p->policy_constraints;
 	parts[1] = mode;
 	parts[2] = revisit;
-	gate_join(parts, 3, p->constraints, sizeof p->constraints);
+	gate_join(parts, 3, out, outlen);
 }
 
 int
 turn_decide(const struct ruleset *rs, const struct turn_input *in,
     struct turn_plan *p)
 {
+	char	text[GATE_TEXT_MAX];
 	bool	blocked = false, answer = false, ask_text = false;
 	size_t	i;
 
 	memset(p, 0, sizeof *p);
+	p->policy_constraints = "";
 	if (in->nmsgs > 0 &&
 	    (p->msgs = calloc(in->nmsgs, sizeof *p->msgs)) == NULL)
 		return -1;
@@ -370,11 +371,18 @@ turn_decide(const struct ruleset *rs, const struct turn_input *in,
 	p->tools_offered = p->flag == TURN_FLAG_ON ? p->tools_allowed :
 	    (1u << TOOL__COUNT) - 1;
 	p->guard_modes = 1u << p->st.mode;
-	if (p->flag == TURN_FLAG_ON)
-		turn_constraints_for(rs, p, in->conv.objection);
-	else
-		memcpy(p->constraints, p->policy_constraints,
-		    sizeof p->policy_constraints);
+	/* Kept at its length: a turn holds its plan while it waits seconds
+	 * for the LLM, thousands of turns at once. */
+	if (p->flag == TURN_FLAG_ON) {
+		turn_constraints_for(rs, p, in->conv.objection, text,
+		    sizeof text);
+		p->constraints = strdup(text);
+	} else
+		p->constraints = strdup(p->policy_constraints);
+	if (p->constraints == NULL) {
+		turn_plan_free(p);
+		return -1;
+	}
 	return 0;
 }
 
@@ -382,8 +390,11 @@ void
 turn_plan_free(struct turn_plan *p)
 {
 	free(p->msgs);
+	free(p->constraints);
 	p->msgs = NULL;
 	p->nmsgs = 0;
+	p->constraints = NULL;
+	p->policy_constraints = "";
 }
 
 bool

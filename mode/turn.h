@@ -149,8 +149,8 @@ struct turn_plan {
 	int64_t			 reply_to;	/* the message answered */
 	bool			 mark_read;
 	/* REPLY_LLM: what the LLM gets. */
-	char			 policy_constraints[POLICY_CONSTRAINTS_MAX];
-	char			 constraints[GATE_TEXT_MAX];
+	const char		*policy_constraints;	/* in msgs' policy */
+	char			*constraints;	/* REPLY_LLM (else NULL) */
 	enum mode		 prompt_mode;	/* the mode the prompt is for */
 	unsigned		 tools_allowed;	/* layer 1 of prompt_mode */
 	unsigned		 tools_offered;	/* = allowed unless flag off/shadow */

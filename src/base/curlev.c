@@ -16,7 +16,7 @@
 #include "base/log.h"
 
 #define CURLEV_MAX_BODY		(8 * 1024 * 1024)
-#define CURLEV_RECV_BUFFER	4096L
+#define CURLEV_RECV_BUFFER	1024L	/* curl's least */
 
 struct curlev_sock {
 	TAILQ_ENTRY(curlev_sock) entry;
@@ -354,8 +354,8 @@ curlev_setopts(struct curlev_xfer *x, const char *url, const char *body,
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 60L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	/* The receive buffer lives as long as the transfer: curl's 16 KB
-	 * default, times 10,000 LLM calls waiting, was 160 MB; answers are
-	 * a few KB and simply take more reads. */
+	 * default, times 10,000 LLM calls waiting, was 160 MB (4 KB: 40 MB);
+	 * answers are a few KB and simply take more reads. */
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, CURLEV_RECV_BUFFER);
 	if (connect_ms > 0)
 		curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);

@@ -349,6 +349,7 @@ answer_llm_send(struct turn *t, const char *system, size_t ntools)
 {
 	struct llm_request	req;
 	struct llm_tool_ops	ops;
+	json_object		*p;
 
 	memset(&req, 0, sizeof req);
 	req.system = system;
@@ -361,8 +362,15 @@ answer_llm_send(struct turn *t, const char *system, size_t ntools)
 	ops.exec = answer_tool_exec;
 	ops.refused = answer_tool_refused;
 	ops.arg = t;
-	json_object_put(t->prompt);
-	t->prompt = answer_prompt_json(t, system, ntools);
+	free(t->prompt);
+	p = answer_prompt_json(t, system, ntools);
+	t->prompt = strdup(json_object_to_json_string_ext(p,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(p);
+	if (t->prompt == NULL) {
+		job_fail(t, "out of memory");
+		return;
+	}
 	t->mt_mark = metrics_turn_now();
 	if (llm_turn_start(t->w->llm, &req, &ops, answer_llm_done, t) == -1) {
 		job_fail(t, "cannot start the LLM request");
@@ -382,6 +390,8 @@ answer_start(struct turn *t)
 	}
 	answer_tools(t);
 	answer_llm_send(t, t->system, t->ntools);
+	job_forget(t);
+	commit_pack(&t->c);
 }
 
 /* Audit the LLM call and each tool call it made. */
@@ -413,7 +423,7 @@ answer_audit_llm(struct turn *t, const struct llm_result *r)
 		    json_object_new_string(r->err.message));
 		json_object_object_add(d, "error", e);
 	}
-	json_object_object_add(d, "prompt", json_object_get(t->prompt));
+	json_object_object_add(d, "prompt", json_tokener_parse(t->prompt));
 	commit_audit(&t->c, "llm", r->ok ? "ok" : "error", r->ok ?
 	    llm_stop_name(r->stop) : llm_err_name(r->err.cls), d, t->plan.reply_to);
 	for (i = 0; i < r->ncalls; i++) {

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <json-c/printbuf.h>
+
 #include "turn/commit.h"
 
 #define COMMIT_REPLY_MAX	4096	/* WhatsApp's limit, characters */
@@ -63,6 +65,41 @@ commit_arr(struct commit *c, enum commit_key k)
 		json_object_object_add(c->o, commit_key_names[k], a);
 	}
 	return a;
+}
+
+/* json-c serializer of a packed row: its text as written. */
+static int
+commit_packed_text(json_object *o, struct printbuf *pb, int level, int flags)
+{
+	const char	*s = json_object_get_userdata(o);
+
+	return printbuf_memappend(pb, s, (int)strlen(s));
+}
+
+void
+commit_pack(struct commit *c)
+{
+	json_object	*a, *row, *packed;
+	char		*s;
+	size_t		 i;
+
+	if (!json_object_object_get_ex(c->o, commit_key_names[COMMIT_AUDIT],
+	    &a))
+		return;
+	for (i = 0; i < json_object_array_length(a); i++) {
+		row = json_object_array_get_idx(a, i);
+		if (!json_object_is_type(row, json_type_object) ||
+		    (s = strdup(json_object_to_json_string_ext(row,
+		    JSON_C_TO_STRING_PLAIN))) == NULL)
+			continue;
+		if ((packed = json_object_new_boolean(0)) == NULL) {
+			free(s);
+			continue;
+		}
+		json_object_set_serializer(packed, commit_packed_text, s,
+		    json_object_free_userdata);
+		json_object_array_put_idx(a, i, packed);
+	}
 }
 
 bool

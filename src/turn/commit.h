@@ -67,6 +67,12 @@ void	 commit_free(struct commit *);
 const char *commit_json(const struct commit *);
 bool	 commit_has_outbox(const struct commit *);
 
+/* Keep the audit rows written so far as their JSON text only (commit_json
+ * writes them as they were; they can no longer be read as objects): a
+ * json-c object costs 700 bytes, and a turn waiting for the LLM holds a
+ * dozen, thousands of turns at once. */
+void	 commit_pack(struct commit *);
+
 /* One audit row (details owned; NULL: {}); inbox_id 0: the turn's last. */
 void	 commit_audit(struct commit *, const char *step, const char *decision,
 	    const char *reason, json_object *details, int64_t inbox_id);

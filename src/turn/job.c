@@ -65,11 +65,13 @@ job_release(struct turn *t)
 	turn_plan_free(&t->plan);
 	free(t->in_msgs);
 	free(t->ids_s);
+	free(t->wa_id);
+	free(t->wamid);
 	free(t->msgs);
 	free(t->system);
 	free(t->calls_text);
 	json_object_put(t->scratch);
-	json_object_put(t->prompt);
+	free(t->prompt);
 	free(t);
 	w->inflight--;
 	w->turn_ended(w);
@@ -176,11 +178,7 @@ job_commit_cb(PGresult *res, const char *err, void *arg)
 	struct turn	*t = arg;
 	json_object	*o = job_result_json(res, err), *v;
 	char		 mask[64];
-	const char	*wa = NULL;
 
-	if (json_object_object_get_ex(t->ctx, "conversation", &v) &&
-	    json_object_object_get_ex(v, "wa_id", &v))
-		wa = json_object_get_string(v);
 	if (o == NULL) {
 		t->finished = false;
 		job_fail(t, err != NULL ? err : "commit failed");
@@ -197,7 +195,8 @@ job_commit_cb(PGresult *res, const char *err, void *arg)
 		metrics_turn_result("committed");
 		log_info("turn: conversation %s wamid %s from %s: %s",
 		    t->conv_s, t->wamid != NULL ? t->wamid : "-",
-		    log_mask(wa != NULL ? wa : "", mask, sizeof mask),
+		    log_mask(t->wa_id != NULL ? t->wa_id : "", mask,
+		    sizeof mask),
 		    t->outcome != NULL ? t->outcome : "done");
 	}
 	json_object_put(o);
@@ -228,6 +227,17 @@ job_commit(struct turn *t)
 	    "$4, $5::int, $6::int)::text", 6, p, job_commit_cb) == -1)
 		log_warnx("turn: conversation %s: cannot commit (lease will "
 		    "expire)", t->conv_s);
+}
+
+/* The context and the core's input are no longer read (the LLM request
+ * is built): let them go while the turn waits. */
+void
+job_forget(struct turn *t)
+{
+	json_object_put(t->ctx);
+	t->ctx = NULL;
+	free(t->in_msgs);
+	t->in_msgs = NULL;
 }
 
 /* mg_start_read answered: the receipt goes out; a commit that waited
@@ -356,8 +366,12 @@ job_new(struct worker *w, json_object *row)
 		t->ids_s = job_ids(v, &t->first_id);
 	t->renew = event_new(w->base, -1, EV_PERSIST, job_renew_tick, t);
 	if (json_object_object_get_ex(row, "context", &v) &&
-	    json_object_is_type(v, json_type_object))
+	    json_object_is_type(v, json_type_object)) {
 		t->ctx = json_object_get(v);
+		if (json_object_object_get_ex(v, "conversation", &v) &&
+		    json_object_object_get_ex(v, "wa_id", &v))
+			t->wa_id = strdup(json_object_get_string(v));
+	}
 	if (t->ids_s == NULL || t->renew == NULL ||
 	    event_add(t->renew, &tv) == -1)
 		job_fail(t, "out of memory");

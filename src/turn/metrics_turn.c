@@ -49,7 +49,6 @@ static const char *const mt_results[] = { "committed", "lease_lost",
 
 static struct {
 	struct mt_hist	 steps[MT__STEPS];
-	double		 claim_t0;	/* < 0: no claim in flight */
 	uint64_t	 results[MT_NRESULTS];
 	uint64_t	 llm[LLM__PROVIDERS][LLM__ERRS];
 	struct mt_hist	 llm_hist[LLM__PROVIDERS];
@@ -62,7 +61,7 @@ static struct {
 	int64_t		 unsent_ms;		/* oldest unsent outbox row */
 	char		 flag[8];		/* "": not known yet */
 	int		 flag_percent;
-} mt = { .claim_t0 = -1, .oldest_ms = -1 };
+} mt = { .oldest_ms = -1 };
 
 double
 metrics_turn_now(void)
@@ -94,20 +93,6 @@ metrics_turn_step(enum mt_step step, double since)
 {
 	if ((int)step >= 0 && step < MT__STEPS && since > 0)
 		mt_observe(&mt.steps[step], metrics_turn_now() - since);
-}
-
-void
-metrics_turn_claim_sent(void)
-{
-	mt.claim_t0 = metrics_turn_now();
-}
-
-void
-metrics_turn_claim_done(void)
-{
-	if (mt.claim_t0 >= 0)
-		metrics_turn_step(MT_CLAIM, mt.claim_t0);
-	mt.claim_t0 = -1;
 }
 
 void
@@ -217,7 +202,6 @@ void
 metrics_turn_reset(void)
 {
 	memset(&mt, 0, sizeof mt);
-	mt.claim_t0 = -1;
 	mt.oldest_ms = -1;
 }
 

@@ -33,10 +33,6 @@ double	metrics_turn_now(void);
 /* One step took now - since seconds. */
 void	metrics_turn_step(enum mt_step, double since);
 
-/* One mg_claim went out / answered (one claim in flight at a time). */
-void	metrics_turn_claim_sent(void);
-void	metrics_turn_claim_done(void);
-
 /* A turn ended: result is "committed", "lease_lost" or "failed". */
 void	metrics_turn_result(const char *result);
 

@@ -117,6 +117,7 @@ static int
 turn_decode(struct turn *t, struct turn_input *in)
 {
 	json_object	*msgs, *m, *v;
+	const char	*wamid = NULL;
 	size_t		 i, n = 0;
 	struct timespec	 ts;
 
@@ -139,8 +140,10 @@ turn_decode(struct turn *t, struct turn_input *in)
 		    "wa_timestamp"))) == 0)
 			t->in_msgs[i].at_ms = turn_parse_iso(job_jstr(m,
 			    "received_at"));
-		t->wamid = job_jstr(m, "wamid");
+		wamid = job_jstr(m, "wamid");
 	}
+	if (wamid != NULL && (t->wamid = strdup(wamid)) == NULL)
+		return -1;
 	in->msgs = t->in_msgs;
 	in->nmsgs = n;
 	/* Julia's last message: a short answer is read against it. */

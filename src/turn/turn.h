@@ -39,10 +39,14 @@ struct worker {
 	struct event		*tick;
 	struct event		*kick;
 	bool			 claiming;
+	size_t			 claim_lim;	/* turns it may return */
+	double			 claim_t0;	/* metrics: sent at */
 	bool			 again;		/* claim again when done */
 	bool			 draining;	/* shutdown: claim no more */
 	bool			 claim_err;	/* the last claim failed */
 	size_t			 inflight;
+	size_t			 reserved;	/* room held by claims in flight
+						 * and turns not yet started */
 	struct turn		*turns;		/* list of turns in flight */
 };
 
@@ -56,13 +60,17 @@ struct turn {
 	int64_t			 conv;
 	char			 conv_s[24];
 	char			*ids_s;		/* "{1,2}" claimed inbox ids */
-	json_object		*ctx;		/* the claim's context */
-	struct turn_msg		*in_msgs;	/* the core's input; strings in ctx */
+	/* The claim's context and the core's input (its strings in ctx, as
+	 * the plan's msgs[].type): released once the LLM request is built
+	 * (job_forget), as a turn then waits seconds, thousands at once. */
+	json_object		*ctx;
+	struct turn_msg		*in_msgs;
+	char			*wa_id;		/* the doctor, for the log */
 	struct turn_plan	 plan;		/* the core's decision */
 	struct commit		 c;		/* the mg_commit_turn payload */
 	struct event		*renew;
 	int64_t			 first_id;
-	const char		*wamid;		/* last message; in ctx */
+	char			*wamid;		/* last message */
 	const char		*outcome;	/* for the log line */
 	/* LLM */
 	struct llm_msg		*msgs;
@@ -73,7 +81,9 @@ struct turn {
 	int			 regen;
 	char			*calls_text;	/* tool calls, for feedback */
 	json_object		*scratch;	/* strings msgs point into */
-	json_object		*prompt;	/* for the llm audit row */
+	char			*prompt;	/* for the llm audit row, as JSON
+						 * text (json-c objects: 3 KB
+						 * more a waiting turn) */
 	double			 mt_start;	/* metrics: claimed at */
 	double			 mt_mark;	/* metrics: this step began */
 };
@@ -85,6 +95,7 @@ void	 job_release(struct turn *);
 int	 job_query(struct turn *, const char *sql, int n,
 	    const char *const *params, db_result_cb cb) MG_MUSTCHECK;
 json_object *job_result_json(PGresult *, const char *err);
+void	 job_forget(struct turn *);
 void	 job_read(struct turn *);
 void	 job_commit(struct turn *);
 void	 job_fail(struct turn *, const char *error);

@@ -34,7 +34,10 @@
 #include "turn/worker.h"
 
 #define WORKER_TICK_MS		200
-#define WORKER_CLAIM_BATCH	100
+/* Turns per claim: with a backlog, one claim of 500 cost the database
+ * 0.19 ms a turn against 0.3 ms in claims of 100 (10,000 new doctors in
+ * one second were started in 3 s instead of 5). */
+#define WORKER_CLAIM_BATCH	500
 #define WORKER_HISTORY		"20"	/* messages of transcript */
 
 static void	worker_claim(struct worker *);
@@ -50,7 +53,8 @@ worker_claim_cb(PGresult *res, const char *err, void *arg)
 	int		 i, n = 0;
 
 	w->claiming = false;
-	metrics_turn_claim_done();
+	w->reserved -= w->claim_lim;
+	metrics_turn_step(MT_CLAIM, w->claim_t0);
 	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
 		/* Once until a claim works again: the tick retries 5 times
 		 * a second. */
@@ -65,6 +69,13 @@ worker_claim_cb(PGresult *res, const char *err, void *arg)
 		w->claim_err = false;
 		n = PQntuples(res);
 	}
+	/* The next claim goes out before these turns start (their prompts,
+	 * their LLM requests): the database picks the next batch while this
+	 * process builds these. Their room stays reserved meanwhile. */
+	w->reserved += (size_t)n;
+	if (n >= WORKER_CLAIM_BATCH || w->again)
+		worker_claim(w);
+	w->reserved -= (size_t)n;
 	for (i = 0; i < n; i++) {
 		if ((row = json_tokener_parse(PQgetvalue(res, i, 0))) == NULL)
 			continue;
@@ -74,8 +85,6 @@ worker_claim_cb(PGresult *res, const char *err, void *arg)
 		}
 		json_object_put(row);
 	}
-	if (n >= WORKER_CLAIM_BATCH || w->again)
-		worker_claim(w);
 }
 
 /* Claim due conversations, up to the turns still allowed in flight. */
@@ -85,7 +94,7 @@ worker_claim(struct worker *w)
 	char		 lease[16], win[16], lim[16], turns[16], per[16];
 	char		 att[16];
 	const char	*p[8];
-	size_t		 room;
+	size_t		 room, n;
 
 	if (w->draining)
 		return;
@@ -94,15 +103,15 @@ worker_claim(struct worker *w)
 		return;
 	}
 	w->again = false;
-	if (w->inflight >= (size_t)w->cfg->max_turns) {
+	if (w->inflight + w->reserved >= (size_t)w->cfg->max_turns) {
 		w->again = true;	/* when a turn ends */
 		return;
 	}
-	room = (size_t)w->cfg->max_turns - w->inflight;
+	room = (size_t)w->cfg->max_turns - w->inflight - w->reserved;
+	n = room < WORKER_CLAIM_BATCH ? room : WORKER_CLAIM_BATCH;
 	snprintf(lease, sizeof lease, "%d", w->cfg->lease_s);
 	snprintf(win, sizeof win, "%d", w->cfg->coalesce_ms);
-	snprintf(lim, sizeof lim, "%zu", room < WORKER_CLAIM_BATCH ? room :
-	    (size_t)WORKER_CLAIM_BATCH);
+	snprintf(lim, sizeof lim, "%zu", n);
 	p[0] = w->name;
 	p[1] = lease;
 	p[2] = win;
@@ -116,11 +125,13 @@ worker_claim(struct worker *w)
 	snprintf(att, sizeof att, "%d", w->cfg->max_attempts);
 	p[7] = att;
 	/* Ahead of the queued commits and read receipts (db/queue.h). */
+	w->claim_t0 = metrics_turn_now();
 	if (dbq_query_first(w->q, "SELECT mg_claim_turns($1, $2::int, $3::int, "
 	    "$4::int, $5::int, $6::int, $7::int, $8::int)::text", 8, p,
 	    worker_claim_cb, w) == 0) {
 		w->claiming = true;
-		metrics_turn_claim_sent();
+		w->claim_lim = n;
+		w->reserved += n;
 	}
 }
 

@@ -159,6 +159,31 @@ test_unknown_fragment_refused_whole(void **state)
 	commit_free(&c);
 }
 
+/* A waiting turn's rows kept as text: the payload is the same, and rows
+ * added afterwards still land after them. */
+static void
+test_packed_rows_written_as_they_were(void **state)
+{
+	struct commit	 c;
+	json_object	*d = json_object_new_object();
+	char		*before;
+
+	assert_int_equal(commit_init(&c, 0), 0);
+	json_object_object_add(d, "tools", json_tokener_parse(
+	    "[\"buscar_vagas\",\"ação/é\"]"));
+	commit_audit(&c, "gate", "oferta", "enforced", d, 3);
+	commit_set(&c, COL_REGIAO, "sul");
+	commit_audit(&c, "message", "ignore", NULL, NULL, 0);
+	assert_non_null(before = strdup(commit_json(&c)));
+	commit_pack(&c);
+	assert_string_equal(commit_json(&c), before);
+	commit_audit(&c, "llm", "ok", "end_turn", NULL, 3);
+	assert_non_null(strstr(commit_json(&c), "\"reason\":null,\"details"
+	    "\":{},\"inbox_id\":null},{\"step\":\"llm\""));
+	free(before);
+	commit_free(&c);
+}
+
 static void
 test_reply_cut_to_whatsapps_limit(void **state)
 {
@@ -215,6 +240,7 @@ main(void)
 		cmocka_unit_test(test_keys_are_what_mg_commit_turn_reads),
 		cmocka_unit_test(test_columns_are_what_mg_apply_conversation_takes),
 		cmocka_unit_test(test_unknown_fragment_refused_whole),
+		cmocka_unit_test(test_packed_rows_written_as_they_were),
 		cmocka_unit_test(test_reply_cut_to_whatsapps_limit),
 		cmocka_unit_test(test_plan_rows),
 	};
