@@ -403,6 +403,19 @@ BEGIN
 	RETURN jsonb_build_object('ok', true, 'state', st);
 END $$;
 
+-- May a sender take row x now? Pending and due, or leased by a sender
+-- whose lease ran out (a message's only after the reconcile wait too: its
+-- status may still settle it). SQL, so it is inlined into the queries.
+CREATE OR REPLACE FUNCTION mg_outbox_due(x outbox, p_reconcile_s int)
+RETURNS boolean
+LANGUAGE sql STABLE AS $$
+	SELECT (x.state = 'pending' AND (x.next_attempt_at IS NULL OR
+		x.next_attempt_at <= now()))
+	    OR (x.state = 'sending' AND x.lease_until < now() AND
+		(x.kind = 'read' OR x.lease_until + make_interval(
+		    secs => p_reconcile_s) < now()))
+$$;
+
 CREATE OR REPLACE FUNCTION mg_lease_outbox(p_worker text, p_lease_seconds int,
     p_limit int, p_conversation_id bigint, p_reconcile_s int DEFAULT NULL)
 RETURNS SETOF jsonb
@@ -432,11 +445,7 @@ BEGIN
 		)
 		SELECT x.* FROM outbox x
 		WHERE (x.kind = 'read' OR x.id IN (SELECT id FROM heads))
-		  AND ((x.state = 'pending' AND (x.next_attempt_at IS NULL OR
-			x.next_attempt_at <= now()))
-		    OR (x.state = 'sending' AND x.lease_until < now() AND
-			(x.kind = 'read' OR x.lease_until + make_interval(
-			    secs => p_reconcile_s) < now())))
+		  AND mg_outbox_due(x, p_reconcile_s)
 		ORDER BY x.id
 		LIMIT p_limit
 		FOR UPDATE OF x SKIP LOCKED;
@@ -450,11 +459,7 @@ BEGIN
 			    AND h.state IN ('pending', 'sending')
 			    AND h.kind <> 'read'
 			ORDER BY h.id LIMIT 1))
-		  AND ((x.state = 'pending' AND (x.next_attempt_at IS NULL OR
-			x.next_attempt_at <= now()))
-		    OR (x.state = 'sending' AND x.lease_until < now() AND
-			(x.kind = 'read' OR x.lease_until + make_interval(
-			    secs => p_reconcile_s) < now())))
+		  AND mg_outbox_due(x, p_reconcile_s)
 		ORDER BY x.id
 		LIMIT p_limit
 		FOR UPDATE OF x SKIP LOCKED;
