@@ -86,6 +86,27 @@ struct diag {
 	char	msg[DIAG_MAX][DIAG_LEN];
 };
 
+/* FNV-1a: the hash of the core's words, features and clauses. One byte
+ * at a time, so a word's prefixes hash on the way (mg_fnv_byte). */
+#define MG_FNV_BASIS	2166136261u
+
+static inline uint32_t
+mg_fnv_byte(uint32_t h, unsigned char c)
+{
+	return (h ^ c) * 16777619u;
+}
+
+/* h continued over len bytes of s (MG_FNV_BASIS to start). */
+static inline uint32_t
+mg_fnv(uint32_t h, const char *s, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++)
+		h = mg_fnv_byte(h, (unsigned char)s[i]);
+	return h;
+}
+
 void	diag_init(struct diag *);
 void	diag_add(struct diag *, const char *file, const char *key,
 	    const char *fmt, ...) MG_PRINTF(4, 5);

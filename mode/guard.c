@@ -383,11 +383,7 @@ struct clauses {
 static uint32_t
 clause_hash(const char *s)
 {
-	uint32_t	h = 2166136261u;
-
-	for (; *s != '\0'; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
+	return mg_fnv(MG_FNV_BASIS, s, strlen(s));
 }
 
 /* Cut len bytes of reply into cs: its clauses that have words, normalised

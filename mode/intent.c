@@ -79,7 +79,7 @@ struct lexicon {
 	size_t		 nabbr;
 	size_t		 abbr_max;	/* the longest abbreviated word */
 	uint32_t	*abbr_slot;	/* open addressing over abbr by
-					   word_hash: index + 1 */
+					   mg_fnv: index + 1 */
 	uint32_t	 abbr_mask;	/* slots - 1 */
 	char		 neg[LEX_NEG_MAX][LEX_WORD];
 	size_t		 nneg;
@@ -115,18 +115,6 @@ abbr_cmp(const void *a, const void *b)
 	    ((const struct lex_abbr *)b)->from);
 }
 
-/* FNV-1a of a word (len bytes at w). */
-static uint32_t
-word_hash(const char *w, size_t len)
-{
-	uint32_t	h = 2166136261u;
-	size_t		i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)w[i]) * 16777619u;
-	return h;
-}
-
 /* Hash the sorted abbreviations by their word, so a message's word is
  * looked up with one hash instead of a binary search of strcmp. Where
  * two keys normalise to the same word, the entry is the one bsearch
@@ -146,7 +134,8 @@ lex_index_abbr(struct lexicon *lex)
 	for (i = 0; i < lex->nabbr; i++) {
 		a = bsearch(&lex->abbr[i], lex->abbr, lex->nabbr, sizeof *a,
 		    abbr_cmp);
-		for (j = word_hash(a->from, strlen(a->from)) & lex->abbr_mask;
+		for (j = mg_fnv(MG_FNV_BASIS, a->from, strlen(a->from)) &
+		    lex->abbr_mask;
 		    lex->abbr_slot[j] != 0 &&
 		    &lex->abbr[lex->abbr_slot[j] - 1] != a;
 		    j = (j + 1) & lex->abbr_mask)
@@ -165,7 +154,8 @@ lex_abbr_find(const struct lexicon *lex, const char *w, size_t len)
 
 	if (len > lex->abbr_max)
 		return NULL;
-	for (j = word_hash(w, len) & lex->abbr_mask; lex->abbr_slot[j] != 0;
+	for (j = mg_fnv(MG_FNV_BASIS, w, len) & lex->abbr_mask;
+	    lex->abbr_slot[j] != 0;
 	    j = (j + 1) & lex->abbr_mask) {
 		a = &lex->abbr[lex->abbr_slot[j] - 1];
 		if (a->from[len] == '\0' && memcmp(a->from, w, len) == 0)

@@ -338,9 +338,6 @@ match_find(const struct pattern *p, const char *text, size_t *start,
 	return match_find_text(p, &mt, 0, start, end);
 }
 
-/* FNV-1a, one byte at a time: a word's prefixes hash on the way. */
-#define SET_BASIS	2166136261u
-#define SET_PRIME	16777619u
 
 /* A distinct word of the patterns, exact or a prefix (word*), and the
  * word positions it meets: ref[r0..r1), each pattern << 4 | ordinal. */
@@ -397,11 +394,8 @@ set_add(struct match_set *s, const char *w, size_t len, bool prefix)
 {
 	const struct set_key	*found;
 	struct set_key		*k;
-	uint32_t		 h = SET_BASIS, i;
-	size_t			 j;
+	uint32_t		 h = mg_fnv(MG_FNV_BASIS, w, len), i;
 
-	for (j = 0; j < len; j++)
-		h = (h ^ (unsigned char)w[j]) * SET_PRIME;
 	if ((found = set_find(s, h, w, len, prefix)) != NULL)
 		return (uint32_t)(found - s->key);
 	for (i = set_home(s, h, prefix); s->slot[i] != 0;
@@ -548,11 +542,11 @@ match_set_candidates(const struct match_set *s, const struct match_text *mt,
 	for (i = 0; i < mt->n; i++) {
 		w = mt->text + mt->start[i];
 		len = mt->len[i];
-		h = SET_BASIS;
+		h = MG_FNV_BASIS;
 		/* An empty home slot, most words and prefixes, says no at
 		 * once. */
 		for (j = 0; j < len; j++) {
-			h = (h ^ (unsigned char)w[j]) * SET_PRIME;
+			h = mg_fnv_byte(h, (unsigned char)w[j]);
 			if (j < s->plen_max && ((s->plen[(j + 1) >> 6] >>
 			    ((j + 1) & 63)) & 1) &&
 			    s->slot[set_home(s, h, true)] != 0 &&

@@ -34,23 +34,11 @@ struct model {
 	size_t		 nrows;
 };
 
-/* FNV-1a continued over len bytes of s. */
-static uint32_t
-hash_more(uint32_t h, const char *s, size_t len)
-{
-	size_t	i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
-}
-
 /* FNV-1a over the tag and the bytes. */
 static uint32_t
 feat_hash(char tag, const char *s, size_t len)
 {
-	return hash_more((2166136261u ^ (unsigned char)tag) * 16777619u, s,
-	    len);
+	return mg_fnv(mg_fnv_byte(MG_FNV_BASIS, (unsigned char)tag), s, len);
 }
 
 void
@@ -102,9 +90,9 @@ feats_chars(struct feats *f, const char *w, size_t len)
 	/* FNV-1a extends a prefix: the 3-, 4- and 5-gram at i in one pass,
 	 * the same hashes feats_add gives. */
 	for (i = 0; i + 3 <= n && f->n + 3 <= FEATS_MAX; i++) {
-		h = (2166136261u ^ (unsigned char)'c') * 16777619u;
+		h = mg_fnv_byte(MG_FNV_BASIS, 'c');
 		for (k = 0; k < 5 && i + k < n; k++) {
-			h = (h ^ (unsigned char)pad[i + k]) * 16777619u;
+			h = mg_fnv_byte(h, (unsigned char)pad[i + k]);
 			if (k >= 2)
 				f->id[f->n++] = h;
 		}
@@ -130,8 +118,7 @@ feats_add_pair(struct feats *f, char tag, const char *a, size_t al,
 	if (f->n == FEATS_MAX)
 		return;
 	h = feat_hash(tag, a, al);
-	h = (h ^ (unsigned char)' ') * 16777619u;
-	f->id[f->n++] = hash_more(h, b, bl);
+	f->id[f->n++] = mg_fnv(mg_fnv_byte(h, ' '), b, bl);
 }
 
 void
