@@ -234,6 +234,12 @@ job_commit(struct turn *t)
 void
 job_forget(struct turn *t)
 {
+	size_t	i;
+
+	/* The plan borrowed each message's type from the context
+	 * (commit_plan, the only reader, ran before the LLM). */
+	for (i = 0; i < t->plan.nmsgs; i++)
+		t->plan.msgs[i].type = NULL;
 	json_object_put(t->ctx);
 	t->ctx = NULL;
 	free(t->in_msgs);
