@@ -9,6 +9,7 @@ build=${1:-build}
 MODEGATE_BIN=${2:-bin/modegate}
 case "$MODEGATE_BIN" in /*) ;; *) MODEGATE_BIN=$(pwd)/$MODEGATE_BIN ;; esac
 export MODEGATE_BIN
+export MG_TEST_BUILD=$build	# tests/cli/sql_turn.sh runs a C test too
 export CMOCKA_MESSAGE_OUTPUT=TAP
 cd "$(dirname "$0")/.." || exit 1
 passed=0

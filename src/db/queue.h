@@ -38,6 +38,19 @@ int		 dbq_query_first(struct dbq *, const char *sql, int nparams,
 		    const char *const *params, db_result_cb cb, void *arg)
 		    MG_MUSTCHECK;
 
+/*
+ * Queries whose text is sql may be sent together, as the one statement
+ * many (group commit): its $1 is a JSON array with one array of text
+ * parameters (strings and nulls) per query, in queue order; it returns
+ * one row per query, (n, r): n its 1-based position in $1, r what the
+ * query alone returns as its one column of text. Each query's callback
+ * gets its row as a one-row result of one column; a batch that fails is
+ * sent again query by query. Both strings are kept, not copied. At most
+ * 4 kinds; -1 when full.
+ */
+int		 dbq_batch(struct dbq *, const char *sql, const char *many)
+		    MG_MUSTCHECK;
+
 /* Connections up, and queries waiting for a connection. */
 int		 dbq_up(const struct dbq *);
 size_t		 dbq_waiting(const struct dbq *);

@@ -54,8 +54,9 @@
 
 static const char claim_sql[] =
     "SELECT mg_claim_outbox($1, $2::int, $3::int, $4::int)";
+/* Recorded in batches when the database is busy (dbq_batch). */
 static const char result_sql[] =
-    "SELECT mg_outbox_result($1::bigint, $2::jsonb)";
+    "SELECT mg_outbox_result($1::bigint, $2::jsonb)::text";
 static const char template_sql[] =
     "INSERT INTO wa_templates (purpose, payload) VALUES ('window_closed', "
     "jsonb_build_object('type', 'template', 'template', "
@@ -666,7 +667,8 @@ sender_new(struct event_base *base, const struct config *cfg)
 	gp.timeout_ms = s->lease_s > 16 ? 15000 : (s->lease_s - 1) * 1000L;
 	s->post_timeout_s = (double)gp.timeout_ms / 1000;
 	if ((s->db = dbq_new(base, "sender", cfg->database_url,
-	    SENDER_DB_CONNS)) == NULL ||
+	    SENDER_DB_CONNS)) == NULL || dbq_batch(s->db, result_sql,
+	    "SELECT n, r FROM mg_outbox_result_many($1::jsonb)") == -1 ||
 	    (s->cv = curlev_new(base)) == NULL ||
 	    (s->g = graph_new(s->cv, &gp)) == NULL ||
 	    (s->timer = event_new(base, -1, EV_PERSIST, sender_wake, s)) ==

@@ -21,6 +21,25 @@
 #include "base/log.h"
 #include "send/sender.h"
 #include "turn/turn.h"
+/* The read receipt and the commit, sent in batches when the database is
+ * busy (job_batch). */
+static const char job_read_sql[] = "SELECT mg_start_read($1, $2::bigint, "
+    "$3::bigint, $4, $5::int, $6::int)::text";
+static const char job_commit_sql[] = "SELECT mg_commit_send($1, $2::bigint, "
+    "$3::jsonb, $4, $5::int, $6::int)::text";
+
+/* Let the worker's queue batch the read receipts and the commits. */
+int
+job_batch(struct dbq *q)
+{
+	if (dbq_batch(q, job_read_sql, "SELECT n, r FROM "
+	    "mg_start_read_many($1::jsonb)") == -1 ||
+	    dbq_batch(q, job_commit_sql, "SELECT n, r FROM "
+	    "mg_commit_send_many($1::jsonb)") == -1)
+		return -1;
+	return 0;
+}
+
 /* The first column of the first row as JSON, or NULL (logged). */
 json_object *
 job_result_json(PGresult *res, const char *err)
@@ -223,8 +242,7 @@ job_commit(struct turn *t)
 	p[1] = t->conv_s;
 	p[2] = commit_json(&t->c);
 	job_send_params(t, p + 3, lease, room, sizeof lease);
-	if (job_query(t, "SELECT mg_commit_send($1, $2::bigint, $3::jsonb, "
-	    "$4, $5::int, $6::int)::text", 6, p, job_commit_cb) == -1)
+	if (job_query(t, job_commit_sql, 6, p, job_commit_cb) == -1)
 		log_warnx("turn: conversation %s: cannot commit (lease will "
 		    "expire)", t->conv_s);
 }
@@ -284,8 +302,7 @@ job_read(struct turn *t)
 	p[1] = t->conv_s;
 	p[2] = id;
 	job_send_params(t, p + 3, lease, room, sizeof lease);
-	if (job_query(t, "SELECT mg_start_read($1, $2::bigint, $3::bigint, "
-	    "$4, $5::int, $6::int)::text", 6, p, job_read_cb) == -1) {
+	if (job_query(t, job_read_sql, 6, p, job_read_cb) == -1) {
 		job_fail(t, "out of memory");
 		return;
 	}

@@ -89,6 +89,7 @@ struct turn {
 };
 
 /* job.c: a turn in flight (its references, lease, queries, end). */
+int	 job_batch(struct dbq *) MG_MUSTCHECK;
 struct turn *job_new(struct worker *, json_object *claim_row);
 void	 job_hold(struct turn *);
 void	 job_release(struct turn *);

@@ -264,7 +264,7 @@ worker_new(struct event_base *base, const struct config *cfg,
 	lp.observe = worker_llm_observe;
 	if (worker_load(w) == -1 ||
 	    (w->q = dbq_new(base, "worker", cfg->database_url,
-	    cfg->worker_db_connections)) == NULL ||
+	    cfg->worker_db_connections)) == NULL || job_batch(w->q) == -1 ||
 	    (w->cv = curlev_new(base)) == NULL ||
 	    (w->llm = llm_new(w->cv, &lp)) == NULL ||
 	    (w->tick = event_new(base, -1, EV_PERSIST, worker_tick, w)) ==

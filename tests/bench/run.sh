@@ -236,7 +236,8 @@ turn_db() {
 	secret=bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 	[ "${BENCH_PROFILE:-0}" = 1 ] && export PG_OPTS="${PG_OPTS:-} \
 		-c shared_preload_libraries=pg_stat_statements \
-		-c pg_stat_statements.track=all"
+		-c pg_stat_statements.track=all \
+		-c pg_stat_statements.track_planning=on"
 	pg_stop "$tmp/pg"
 	pg_start "$tmp/pgt"
 	wal_warm
@@ -318,8 +319,9 @@ steps() {
 	# BENCH_PROFILE=1: the statements (nested ones too) by total time.
 	if [ "${BENCH_PROFILE:-0}" = 1 ]; then
 		psql -qX -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
-			round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
-			FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >"$out/turn_profile.txt"
+			round(mean_exec_time::numeric, 3) AS mean_ms,
+			round(mean_plan_time::numeric, 3) AS plan_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
+			FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 40" >"$out/turn_profile.txt"
 	fi
 	say "  per step, mean ms: $(python3 tests/bench/turn_bench.py steps "$out/turn.metrics")"
 	kill "$MG_PID"; wait "$MG_PID" 2>/dev/null || true
@@ -361,8 +363,9 @@ inflight() {
 		"/proc/$MG_PID/smaps" | sort -rn | head -8 >>"$out/inflight.status"
 	if [ "${BENCH_PROFILE:-0}" = 1 ]; then
 		psql -qX -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
-			round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
-			FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >"$out/inflight_profile.txt"
+			round(mean_exec_time::numeric, 3) AS mean_ms,
+			round(mean_plan_time::numeric, 3) AS plan_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
+			FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 40" >"$out/inflight_profile.txt"
 	fi
 	kill "$MG_PID"; wait "$MG_PID" 2>/dev/null || true
 }

@@ -3,7 +3,8 @@
 # then the seed) tested with pgTAP on a
 # throwaway cluster: every tests/sql/test_*.sql through pg_prove, then the
 # checks that need committed data or several sessions (NOTIFY, concurrent
-# claims, tests/sql/multi_session.sh). TAP on stdout.
+# claims, tests/sql/multi_session.sh), and the C test of the queries'
+# group commit (test_dbq from MG_TEST_BUILD, default build). TAP on stdout.
 # SPDX-License-Identifier: MIT
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -49,5 +50,14 @@ done
 
 # Checks with committed data and several sessions.
 . tests/sql/multi_session.sh
+
+# The queued queries' group commit (src/db/queue.c), on this cluster.
+dbq=${MG_TEST_BUILD:-build}/tests/test_dbq
+if [ -x "$dbq" ]; then
+	CMOCKA_MESSAGE_OUTPUT=TAP "$dbq" 2>"$tmp/dbq.log" |
+	    grep -E '^(not )?ok [0-9]' | sed -E 's/^(not )?ok [0-9]+ (- )?/\1ok - test_dbq: /'
+else
+	echo "not ok - test_dbq built ($dbq)"
+fi
 # Failures are the "not ok" lines above (tests/run.sh counts them).
 exit 0
