@@ -615,6 +615,13 @@ BEGIN
 		    AND (cv.lease_until IS NULL OR cv.lease_until < now())
 		    AND (cv.next_attempt_at IS NULL OR cv.next_attempt_at <= now())
 		    AND cv.open_newest <= now() - win
+		    -- not while a message of its doctor is still unlinked
+		    -- (another process's link holds it): it may be older
+		    -- than those linked (sql/0021)
+		    AND NOT EXISTS (SELECT 1 FROM inbox u
+			WHERE u.conversation_id IS NULL
+			    AND u.phone_number_id = cv.phone_number_id
+			    AND u.sender_key = cv.wa_id)
 		ORDER BY cv.open_first_id
 		LIMIT p_limit
 		FOR NO KEY UPDATE OF cv SKIP LOCKED

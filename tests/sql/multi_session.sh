@@ -129,3 +129,26 @@ sleep 1
 PGOPTIONS='-c lock_timeout=1s' check "a commit in progress does not block an insert referencing its conversation" \
     "WITH i AS (INSERT INTO doctor_memory (conversation_id, fact) SELECT id, 'lock test' FROM conversations WHERE phone_number_id = 'PNLK' RETURNING 1) SELECT count(*) = 1 FROM i"
 wait $lkpid
+
+# A message another session is linking (its row locked, still unlinked)
+# holds its doctor's conversation back from the claim: the later
+# message, already linked, is not answered before it (sql/0021).
+psql -X -q -v ON_ERROR_STOP=1 -c "INSERT INTO inbox (wamid, phone_number_id, sender_key, wa_id, msg_type, wa_timestamp, raw)
+    VALUES ('ul.1', 'PNUL', '5511900000888', '5511900000888', 'text', now(), '{\"text\": {\"body\": \"um\"}}')" \
+    -c "SELECT mg_link_inbox()" \
+    -c "INSERT INTO inbox (wamid, phone_number_id, sender_key, wa_id, msg_type, wa_timestamp, raw)
+    VALUES ('ul.2', 'PNUL', '5511900000888', '5511900000888', 'text', now(), '{\"text\": {\"body\": \"dois\"}}')" >/dev/null
+psql -X -q -c "BEGIN" -c "SELECT 1 FROM inbox WHERE wamid = 'ul.2' FOR UPDATE" \
+    -c "SELECT pg_sleep(2)" -c "COMMIT" >"$tmp/ul.log" 2>&1 &
+ulpid=$!
+sleep 0.7
+check "a conversation whose doctor has a message still being linked is not claimed" \
+    "SELECT count(*) = 0 FROM mg_claim('wul', 30, 0, 10) x
+	WHERE x ->> 'conversation_id' = (SELECT id::text FROM conversations WHERE phone_number_id = 'PNUL')"
+wait $ulpid
+check "once linked, the claim takes both messages, in order" \
+    "SELECT jsonb_agg(i.wamid ORDER BY e.n) = '[\"ul.1\", \"ul.2\"]'
+	FROM mg_claim('wul', 30, 0, 10) x,
+	    jsonb_array_elements_text(x -> 'inbox_ids') WITH ORDINALITY e(id, n)
+	    JOIN inbox i ON i.id = e.id::bigint
+	WHERE x ->> 'conversation_id' = (SELECT id::text FROM conversations WHERE phone_number_id = 'PNUL')"
