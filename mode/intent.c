@@ -43,6 +43,7 @@
 #define INTENT_MATCHED	64	/* matched patterns kept for the evidence */
 #define LEX_ANSWERS	16	/* kinds of question in "answers" */
 #define LEX_WHEN	12	/* patterns of one kind */
+#define LEX_NEEDS	24	/* "needs" patterns of all intents */
 
 struct lex_pat {
 	struct pattern	 pat;
@@ -88,6 +89,12 @@ struct lexicon {
 	bool		 negatable[INTENT__COUNT];
 	bool		 certain[INTENT__COUNT];	/* a full-weight rule wins
 						   over the model */
+	/* "needs": the model alone picks such an intent only when one of
+	 * its patterns matches the message or Julia's message before it */
+	struct pattern	 need[LEX_NEEDS];
+	int		 need_intent[LEX_NEEDS];
+	size_t		 nneed;
+	bool		 has_need[INTENT__COUNT];
 	struct lex_answer answer[LEX_ANSWERS];
 	size_t		 nanswer;
 	size_t		 answer_words;	/* the longest message read as an
@@ -305,7 +312,7 @@ lex_load_intent(struct lexicon *lex, const struct flat *f, const char *name,
     struct diag *d)
 {
 	const struct flat_ent	*e;
-	char			 path[128];
+	char			 path[128], err[128];
 	int			 in;
 	size_t			 i;
 
@@ -343,6 +350,19 @@ lex_load_intent(struct lexicon *lex, const struct flat *f, const char *name,
 		snprintf(path, sizeof path, "intents.%s.unless.%zu", name, i);
 		lex_add_pat(lex, f, path, (enum intent)in, true, d);
 		snprintf(path, sizeof path, "intents.%s", name);
+	}
+	for (i = 0; (e = flat_get(f, "%s.needs.%zu", path, i)) != NULL; i++) {
+		if (lex->nneed == LEX_NEEDS || e->type != 's' ||
+		    match_compile(&lex->need[lex->nneed], e->val, err,
+		    sizeof err) == -1) {
+			diag_add(d, f->file, e->path, "%s", lex->nneed ==
+			    LEX_NEEDS ? "more \"needs\" than the lexicon "
+			    "holds" : e->type != 's' ? "must be a pattern" :
+			    err);
+			break;
+		}
+		lex->need_intent[lex->nneed++] = in;
+		lex->has_need[in] = true;
 	}
 }
 
@@ -939,6 +959,31 @@ answer_of(const struct lexicon *lex, const struct norm_text *nt,
 	return -1;
 }
 
+/* May the model alone pick in? Only when in has no "needs", or one of
+ * them matches the message or Julia's message before it. */
+static bool
+needs_met(const struct lexicon *lex, enum intent in,
+    const struct norm_text *nt, const char *ctx, size_t ctxlen)
+{
+	struct norm_text	q;
+	size_t			i, s, e;
+
+	if (!lex->has_need[in])
+		return true;
+	for (i = 0; i < lex->nneed; i++)
+		if (lex->need_intent[i] == (int)in &&
+		    match_find_text(&lex->need[i], &nt->mt, 0, &s, &e))
+			return true;
+	if (ctx == NULL || ctxlen == 0)
+		return false;
+	norm_clauses(lex, ctx, ctxlen, &q);
+	for (i = 0; i < lex->nneed; i++)
+		if (lex->need_intent[i] == (int)in &&
+		    match_find_text(&lex->need[i], &q.mt, 0, &s, &e))
+			return true;
+	return false;
+}
+
 /* A short answer to one of the questions of "answers" means what it
  * answers, whatever the rules and the model read in it alone. */
 static void
@@ -1003,6 +1048,16 @@ detect(const struct lexicon *lex, const char *text, size_t len,
 		out->confidence = prob[best];
 		out->runner_up = (enum intent)next;
 		out->runner_up_score = prob[next];
+	}
+	/* No rule of its intent and none of the words it needs (an opt-out
+	 * about nothing like stopping): the runner-up stands. */
+	if (out->source == INTENT_SRC_MODEL && score[out->intent] <= 0 &&
+	    !needs_met(lex, out->intent, &nt, ctx, ctxlen)) {
+		k = out->intent;
+		out->intent = out->runner_up;
+		out->confidence = out->runner_up_score;
+		out->runner_up = (enum intent)k;
+		out->runner_up_score = prob[k];
 	}
 	if (out->runner_up == out->intent)
 		for (k = 0, out->runner_up_score = -1; k < INTENT__COUNT; k++)
