@@ -359,7 +359,7 @@ lex_load_intent(struct lexicon *lex, const struct flat *f, const char *name,
 			    LEX_NEEDS ? "more \"needs\" than the lexicon "
 			    "holds" : e->type != 's' ? "must be a pattern" :
 			    err);
-			break;
+			continue;
 		}
 		lex->need_intent[lex->nneed++] = in;
 		lex->has_need[in] = true;

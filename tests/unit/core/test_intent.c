@@ -306,6 +306,16 @@ test_validation_reports_everything(void **state)
 	assert_string_equal(d.msg[0], "mode/intents.json: "
 	    "intents.OPT_OUT.unless.0: an unless pattern takes no anchors");
 
+	lex = load("intents.OPT_OUT.patterns.0\tssair\n"
+	    "intents.OPT_OUT.needs.0\tssair .. \n"
+	    "intents.OPT_OUT.needs.1\tn3\n", &d);
+	assert_null(lex);
+	assert_int_equal(d.n, 2);
+	assert_string_equal(d.msg[0], "mode/intents.json: "
+	    "intents.OPT_OUT.needs.0: \"..\" at the start or end");
+	assert_string_equal(d.msg[1], "mode/intents.json: "
+	    "intents.OPT_OUT.needs.1: must be a pattern");
+
 	lex = load("intents.RECUSA.patterns.0\tsnao\n"
 	    "answers.max_words\tn40\n"
 	    "answers.questions.0.when.0\tspare .. mandar\n"
