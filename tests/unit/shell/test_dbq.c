@@ -155,35 +155,49 @@ reset(void)
 	PQfinish(pg);
 }
 
-/* The connection is busy for 0.3 s: what is queued meanwhile of the
- * batched kind goes out as one statement, and each query gets its own
- * answer, as alone. */
+/* Keep the connection busy for 0.3 s and queue NQ doubling queries
+ * behind it, query bad (if >= 0) with a parameter that is no number;
+ * return once every one has answered. */
+static void
+queue_behind_busy(struct answer *a, int bad)
+{
+	char		 p[16];
+	const char	*param = p;
+	int		 i;
+
+	reset();
+	memset(a, 0, NQ * sizeof *a);
+	pending = 1 + NQ;
+	assert_int_equal(dbq_query(q, "SELECT pg_sleep(0.3)", 0, NULL,
+	    ignored, NULL), 0);
+	for (i = 0; i < NQ; i++) {
+		if (i == bad)
+			snprintf(p, sizeof p, "seven");
+		else
+			snprintf(p, sizeof p, "%d", i);
+		assert_int_equal(dbq_query(q, single_sql, 1, &param, answered,
+		    &a[i]), 0);
+	}
+	wait_all();
+}
+
+/* What is queued of the batched kind while the connection is busy goes
+ * out as one statement, and each query gets its own answer, as alone. */
 static void
 test_queued_queries_go_as_one_batch(void **state)
 {
 	struct answer	 a[NQ];
-	char		 p[16], got[256];
-	const char	*param = p;
+	char		 want[16], got[256];
 	int		 i;
 
 	(void)state;
 	if (getenv("DATABASE_URL") == NULL)
 		skip();
-	reset();
-	memset(a, 0, sizeof a);
-	pending = 1 + NQ;
-	assert_int_equal(dbq_query(q, "SELECT pg_sleep(0.3)", 0, NULL,
-	    ignored, NULL), 0);
+	queue_behind_busy(a, -1);
 	for (i = 0; i < NQ; i++) {
-		snprintf(p, sizeof p, "%d", i);
-		assert_int_equal(dbq_query(q, single_sql, 1, &param, answered,
-		    &a[i]), 0);
-	}
-	wait_all();
-	for (i = 0; i < NQ; i++) {
-		snprintf(p, sizeof p, "%d", 2 * i);
+		snprintf(want, sizeof want, "%d", 2 * i);
 		assert_int_equal(a[i].done, 1);
-		assert_string_equal(a[i].value, p);
+		assert_string_equal(a[i].value, want);
 	}
 	batches(got, sizeof got);
 	assert_string_equal(got, "20");
@@ -195,27 +209,13 @@ static void
 test_bad_query_fails_alone(void **state)
 {
 	struct answer	 a[NQ];
-	char		 p[16], got[256];
-	const char	*param = p;
+	char		 want[16], got[256];
 	int		 i;
 
 	(void)state;
 	if (getenv("DATABASE_URL") == NULL)
 		skip();
-	reset();
-	memset(a, 0, sizeof a);
-	pending = 1 + NQ;
-	assert_int_equal(dbq_query(q, "SELECT pg_sleep(0.3)", 0, NULL,
-	    ignored, NULL), 0);
-	for (i = 0; i < NQ; i++) {
-		if (i == 7)
-			snprintf(p, sizeof p, "seven");
-		else
-			snprintf(p, sizeof p, "%d", i);
-		assert_int_equal(dbq_query(q, single_sql, 1, &param, answered,
-		    &a[i]), 0);
-	}
-	wait_all();
+	queue_behind_busy(a, 7);
 	for (i = 0; i < NQ; i++) {
 		assert_int_equal(a[i].done, 1);
 		if (i == 7) {
@@ -223,8 +223,8 @@ test_bad_query_fails_alone(void **state)
 			assert_non_null(strstr(a[i].err, "invalid input"));
 			continue;
 		}
-		snprintf(p, sizeof p, "%d", 2 * i);
-		assert_string_equal(a[i].value, p);
+		snprintf(want, sizeof want, "%d", 2 * i);
+		assert_string_equal(a[i].value, want);
 	}
 	/* The batch was tried (and rolled back with its record), then
 	 * every query went alone. */
