@@ -54,6 +54,7 @@ struct db_pool {
 	int			 outage;
 	double			 outage_at, summary_at;
 	unsigned long		 failures;
+	unsigned long		 batches, batched;	/* db_pool_batched */
 	struct db_pool		*next;		/* db_pools */
 };
 
@@ -549,13 +550,26 @@ db_pool_up(const struct db_pool *p)
 }
 
 void
-db_pools_each(void (*fn)(const char *name, int up, int n, void *arg),
-    void *arg)
+db_pools_each(void (*fn)(const struct db_pool_stats *, void *), void *arg)
 {
 	const struct db_pool	*p;
+	struct db_pool_stats	 st;
 
-	for (p = db_pools; p != NULL; p = p->next)
-		fn(p->name, db_count_up(p), p->n, arg);
+	for (p = db_pools; p != NULL; p = p->next) {
+		st.name = p->name;
+		st.up = db_count_up(p);
+		st.n = p->n;
+		st.batches = p->batches;
+		st.batched = p->batched;
+		fn(&st, arg);
+	}
+}
+
+void
+db_pool_batched(struct db_pool *p, size_t n)
+{
+	p->batches++;
+	p->batched += n;
 }
 
 int

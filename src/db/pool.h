@@ -47,10 +47,20 @@ struct db_pool	*db_pool_new(struct event_base *, const char *name,
 		    const char *conninfo, int n, const char *prep_name,
 		    const char *prep_sql, db_idle_cb, void *arg);
 
-/* Call fn for every pool of the process: its name (the one in the log),
- * connections up, connections in all. */
-void		 db_pools_each(void (*fn)(const char *name, int up, int n,
+/* What /metrics shows of a pool. */
+struct db_pool_stats {
+	const char	*name;		/* the one in the log */
+	int		 up, n;		/* connections up, in all */
+	unsigned long	 batches;	/* group commits (db/queue.c) */
+	unsigned long	 batched;	/* queries sent in them */
+};
+
+/* Call fn for every pool of the process. */
+void		 db_pools_each(void (*fn)(const struct db_pool_stats *,
 		    void *arg), void *arg);
+
+/* Count a group commit of n queries sent on the pool. */
+void		 db_pool_batched(struct db_pool *, size_t n);
 void		 db_pool_free(struct db_pool *);
 
 /* An idle connection, or NULL when all are busy or down. */

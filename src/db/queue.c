@@ -251,8 +251,10 @@ dbq_send_group(struct dbq *q, struct db_conn *c, struct dbq_item *it)
 	json_object_put(all);
 	TAILQ_INSERT_TAIL(&q->groups, g, entry);
 	param = g->json;
-	if (param == NULL || db_send(c, it->kind->many, 1, &param,
-	    dbq_group_done, g) == -1) {
+	if (param != NULL && db_send(c, it->kind->many, 1, &param,
+	    dbq_group_done, g) == 0)
+		db_pool_batched(q->pool, g->n);
+	else {
 		/* As a broken connection: each query is told (from the
 		 * loop, never inside dbq_query). */
 		TAILQ_REMOVE(&q->groups, g, entry);

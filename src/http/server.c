@@ -107,10 +107,19 @@ route_readyz(struct server *s, struct evhttp_request *req, double t0)
 
 /* One modegate_db_connections_up line. */
 static void
-http_pool_metric(const char *name, int up, int n, void *arg)
+http_pool_metric(const struct db_pool_stats *st, void *arg)
 {
 	evbuffer_add_printf(arg, "modegate_db_connections_up{pool=\"%s\"} "
-	    "%d\n", name, up);
+	    "%d\n", st->name, st->up);
+}
+
+/* The pool's group commits (src/db/queue.c). */
+static void
+http_pool_batches(const struct db_pool_stats *st, void *arg)
+{
+	evbuffer_add_printf(arg, "modegate_db_batches_total{pool=\"%s\"} "
+	    "%lu\nmodegate_db_batched_queries_total{pool=\"%s\"} %lu\n",
+	    st->name, st->batches, st->name, st->batched);
 }
 
 /* GET /metrics: Prometheus text format 0.0.4. */
@@ -126,6 +135,16 @@ route_metrics(struct server *s, struct evhttp_request *req, double t0)
 	    "pool (ingest, worker, sender, followup).\n"
 	    "# TYPE modegate_db_connections_up gauge\n");
 	db_pools_each(http_pool_metric, evhttp_request_get_output_buffer(req));
+	evbuffer_add_printf(evhttp_request_get_output_buffer(req),
+	    "# HELP modegate_db_batches_total Group commits: queries that "
+	    "waited for a connection sent as one statement (read receipts, "
+	    "commits, send results), by pool.\n"
+	    "# TYPE modegate_db_batches_total counter\n"
+	    "# HELP modegate_db_batched_queries_total Queries sent in those "
+	    "group commits, by pool.\n"
+	    "# TYPE modegate_db_batched_queries_total counter\n");
+	db_pools_each(http_pool_batches,
+	    evhttp_request_get_output_buffer(req));
 	if (s->sender != NULL)
 		sender_metrics(s->sender, evhttp_request_get_output_buffer(req));
 	metrics_turn_render(evhttp_request_get_output_buffer(req));

@@ -103,6 +103,10 @@ def test_every_route_timed_head_healthz(h):
         h.wait_until(lambda: line in h.get("/metrics")[1].decode(), 10,
                      "%s connections up" % pool)
     assert 'modegate_db_connections_up{pool="sender"}' in text, text
+    for pool in ("worker", "sender"):
+        assert 'modegate_db_batches_total{pool="%s"} ' % pool in text, text
+        assert 'modegate_db_batched_queries_total{pool="%s"} ' % pool \
+            in text, text
 
 
 def test_listen_ipv6(h):

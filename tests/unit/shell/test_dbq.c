@@ -155,6 +155,14 @@ reset(void)
 	PQfinish(pg);
 }
 
+/* The "test" pool's group commits so far, as "batches/queries". */
+static void
+pool_batches(const struct db_pool_stats *st, void *arg)
+{
+	if (strcmp(st->name, "test") == 0)
+		snprintf(arg, 32, "%lu/%lu", st->batches, st->batched);
+}
+
 /* Keep the connection busy for 0.3 s and queue NQ doubling queries
  * behind it, query bad (if >= 0) with a parameter that is no number;
  * return once every one has answered. */
@@ -201,6 +209,8 @@ test_queued_queries_go_as_one_batch(void **state)
 	}
 	batches(got, sizeof got);
 	assert_string_equal(got, "20");
+	db_pools_each(pool_batches, got);	/* as /metrics counts them */
+	assert_string_equal(got, "1/20");
 }
 
 /* One bad query in a batch rolls the batch back: each query is then sent
