@@ -404,7 +404,7 @@ BEGIN
 END $$;
 
 -- The answers of many posts in one transaction (group commit,
--- src/db/queue.c; as mg_start_read_many in 60_turn.sql): p_calls one
+-- src/db/queue.c; as mg_commit_send_many in 60_turn.sql): p_calls one
 -- [id, result] array per call; one row per call (n its 1-based position,
 -- r its answer as text), run in conversation order.
 CREATE OR REPLACE FUNCTION mg_outbox_result_many(p_calls jsonb)

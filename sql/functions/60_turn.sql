@@ -822,29 +822,17 @@ BEGIN
 	    p_sender, p_send_lease_seconds, p_send_limit, p_conversation_id);
 END $$;
 
--- Group commit (src/db/queue.c): the start of many turns' read receipts,
--- and the commits of many turns, each in one transaction. p_calls: one
+-- (the read receipts' batch form, in main for an hour of 2026-11-28:
+-- unused since, not left behind)
+DROP FUNCTION IF EXISTS mg_start_read_many(jsonb);
+
+-- Group commit (src/db/queue.c): the commits of many turns in one
+-- transaction. p_calls: one
 -- array per call, its parameters as text in the single function's order;
 -- one row per call (n its 1-based position, r its answer as text). The
 -- calls run in conversation order, as every batch that locks
 -- conversations takes them, so two batches do not deadlock. One call's
 -- error rolls back the batch: the caller then sends each call alone.
-CREATE OR REPLACE FUNCTION mg_start_read_many(p_calls jsonb)
-RETURNS TABLE (n bigint, r text)
-LANGUAGE plpgsql AS $$
-DECLARE
-	e	jsonb;
-BEGIN
-	FOR n, e IN SELECT x.n, x.e
-	    FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS x(e, n)
-	    ORDER BY (x.e ->> 1)::bigint, x.n LOOP
-		r := mg_start_read(e ->> 0, (e ->> 1)::bigint,
-		    (e ->> 2)::bigint, e ->> 3, (e ->> 4)::int,
-		    (e ->> 5)::int)::text;
-		RETURN NEXT;
-	END LOOP;
-END $$;
-
 CREATE OR REPLACE FUNCTION mg_commit_send_many(p_calls jsonb)
 RETURNS TABLE (n bigint, r text)
 LANGUAGE plpgsql AS $$

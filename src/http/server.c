@@ -137,8 +137,8 @@ route_metrics(struct server *s, struct evhttp_request *req, double t0)
 	db_pools_each(http_pool_metric, evhttp_request_get_output_buffer(req));
 	evbuffer_add_printf(evhttp_request_get_output_buffer(req),
 	    "# HELP modegate_db_batches_total Group commits: queries that "
-	    "waited for a connection sent as one statement (read receipts, "
-	    "commits, send results), by pool.\n"
+	    "waited for a connection sent as one statement (commits, send "
+	    "results), by pool.\n"
 	    "# TYPE modegate_db_batches_total counter\n"
 	    "# HELP modegate_db_batched_queries_total Queries sent in those "
 	    "group commits, by pool.\n"
