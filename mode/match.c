@@ -338,7 +338,6 @@ match_find(const struct pattern *p, const char *text, size_t *start,
 	return match_find_text(p, &mt, 0, start, end);
 }
 
-
 /* A distinct word of the patterns, exact or a prefix (word*), and the
  * word positions it meets: ref[r0..r1), each pattern << 4 | ordinal. */
 struct set_key {

@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "send/sender.h"
 #include "turn/turn.h"
+
 static const char job_read_sql[] = "SELECT mg_start_read($1, $2::bigint, "
     "$3::bigint, $4, $5::int, $6::int)::text";
 static const char job_commit_sql[] = "SELECT mg_commit_send($1, $2::bigint, "
