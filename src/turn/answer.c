@@ -17,6 +17,10 @@
 #define TURN_REGEN_MAX	2
 #define TURN_SYSTEM_MAX	32768
 
+/* Where the system prompt and its parts are composed (one turn at a
+ * time: the loop runs one callback at a time). */
+static char	answer_buf[TURN_SYSTEM_MAX];
+
 /* One tool execution handed out by the LLM client. */
 struct tool_call {
 	struct turn		*t;
@@ -184,29 +188,46 @@ answer_doctor_text(struct turn *t, char *buf, size_t len)
 		}
 }
 
-/* The system prompt: persona, constraints, the doctor. Composed in one
- * scratch buffer and kept at its own length: a turn waits seconds for the
- * LLM, and 10,000 of them at once each holding 32 KB was most of the
- * process's memory. */
+/* The doctor's part of the system prompt, kept: the context it comes
+ * from is let go while the turn waits (job_forget). */
 static int
+answer_doctor(struct turn *t)
+{
+	answer_buf[0] = '\0';
+	answer_doctor_text(t, answer_buf, sizeof answer_buf);
+	return (t->doctor = strdup(answer_buf)) == NULL ? -1 : 0;
+}
+
+/*
+ * The system prompt: persona, constraints, the date, the doctor, and a
+ * regeneration's correction. Composed in one scratch buffer whenever it
+ * is needed (the request, the audit row) from what the turn keeps anyway:
+ * thousands of turns wait for the LLM at once, and a copy each was 2 KB.
+ */
+static const char *
 answer_system(struct turn *t)
 {
-	static char	buf[TURN_SYSTEM_MAX];
+	char	*buf = answer_buf;
+	size_t	 len = sizeof answer_buf;
 
 	buf[0] = '\0';
-	cat(buf, sizeof buf, t->w->persona);
+	cat(buf, len, t->w->persona);
 	if (t->plan.constraints[0] != '\0') {
-		cat(buf, sizeof buf, GATE_SEPARATOR);
-		cat(buf, sizeof buf, t->plan.constraints);
+		cat(buf, len, GATE_SEPARATOR);
+		cat(buf, len, t->plan.constraints);
 	}
-	cat(buf, sizeof buf, GATE_SEPARATOR);
-	cat(buf, sizeof buf, "## DATA E HORA\n");
-	cat(buf, sizeof buf, t->plan.today);
-	cat(buf, sizeof buf, " Use datas no formato AAAA-MM-DD "
+	cat(buf, len, GATE_SEPARATOR);
+	cat(buf, len, "## DATA E HORA\n");
+	cat(buf, len, t->plan.today);
+	cat(buf, len, " Use datas no formato AAAA-MM-DD "
 	    "nas ferramentas (buscar_vagas aceita data_de e data_ate).\n");
-	cat(buf, sizeof buf, GATE_SEPARATOR);
-	answer_doctor_text(t, buf, sizeof buf);
-	return (t->system = strdup(buf)) == NULL ? -1 : 0;
+	cat(buf, len, GATE_SEPARATOR);
+	cat(buf, len, t->doctor);
+	if (t->fix != NULL) {
+		cat(buf, len, GATE_SEPARATOR);
+		cat(buf, len, t->fix);
+	}
+	return buf;
 }
 
 /* Add one line to the transcript, merging a run of one role. */
@@ -317,14 +338,16 @@ answer_tools(struct turn *t)
 	    "enforced" : "not_enforced", d, p->reply_to);
 }
 
-/* The prompt as recorded in the llm audit row. */
+/* The prompt of the last request, as recorded in the llm audit row
+ * (a regeneration offers no tools). */
 static json_object *
-answer_prompt_json(struct turn *t, const char *system, size_t ntools)
+answer_prompt_json(struct turn *t)
 {
 	json_object	*p = json_object_new_object(), *a, *m;
-	size_t		 i;
+	size_t		 i, ntools = t->fix != NULL ? 0 : t->ntools;
 
-	json_object_object_add(p, "system", json_object_new_string(system));
+	json_object_object_add(p, "system",
+	    json_object_new_string(answer_system(t)));
 	a = json_object_new_array();
 	for (i = 0; i < t->nmsgs; i++) {
 		m = json_object_new_object();
@@ -345,14 +368,14 @@ answer_prompt_json(struct turn *t, const char *system, size_t ntools)
 
 /* Send one request (the first, or a regeneration with feedback). */
 static void
-answer_llm_send(struct turn *t, const char *system, size_t ntools)
+answer_llm_send(struct turn *t)
 {
 	struct llm_request	req;
 	struct llm_tool_ops	ops;
-	json_object		*p;
+	size_t			ntools = t->fix != NULL ? 0 : t->ntools;
 
 	memset(&req, 0, sizeof req);
-	req.system = system;
+	req.system = answer_system(t);
 	req.msgs = t->msgs;
 	req.nmsgs = t->nmsgs;
 	req.tools = ntools > 0 ? t->tools : NULL;
@@ -362,15 +385,6 @@ answer_llm_send(struct turn *t, const char *system, size_t ntools)
 	ops.exec = answer_tool_exec;
 	ops.refused = answer_tool_refused;
 	ops.arg = t;
-	free(t->prompt);
-	p = answer_prompt_json(t, system, ntools);
-	t->prompt = strdup(json_object_to_json_string_ext(p,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(p);
-	if (t->prompt == NULL) {
-		job_fail(t, "out of memory");
-		return;
-	}
 	t->mt_mark = metrics_turn_now();
 	if (llm_turn_start(t->w->llm, &req, &ops, answer_llm_done, t) == -1) {
 		job_fail(t, "cannot start the LLM request");
@@ -384,12 +398,12 @@ answer_start(struct turn *t)
 {
 	if (t->finished)
 		return;
-	if (answer_system(t) == -1 || answer_transcript(t) == -1) {
+	if (answer_doctor(t) == -1 || answer_transcript(t) == -1) {
 		job_fail(t, "cannot build the prompt");
 		return;
 	}
 	answer_tools(t);
-	answer_llm_send(t, t->system, t->ntools);
+	answer_llm_send(t);
 	job_forget(t);
 	commit_pack(&t->c);
 }
@@ -423,7 +437,7 @@ answer_audit_llm(struct turn *t, const struct llm_result *r)
 		    json_object_new_string(r->err.message));
 		json_object_object_add(d, "error", e);
 	}
-	json_object_object_add(d, "prompt", json_tokener_parse(t->prompt));
+	json_object_object_add(d, "prompt", answer_prompt_json(t));
 	commit_audit(&t->c, "llm", r->ok ? "ok" : "error", r->ok ?
 	    llm_stop_name(r->stop) : llm_err_name(r->err.cls), d, t->plan.reply_to);
 	for (i = 0; i < r->ncalls; i++) {
@@ -462,44 +476,43 @@ answer_note_calls(struct turn *t, const struct llm_result *r)
 	t->calls_text = strdup(buf);
 }
 
-/* A guarded reply was refused: ask again naming the claims. */
+/* A guarded reply was refused: ask again naming the claims (the
+ * correction ends the system prompt). */
 static void
 answer_regenerate(struct turn *t, const char *reply, const char **ids,
     size_t n)
 {
-	char	*sys;
-	size_t	 i;
+	char	*fix = answer_buf;
+	size_t	 i, len = sizeof answer_buf;
 	int	 idx;
 
-	if ((sys = calloc(1, TURN_SYSTEM_MAX)) == NULL) {
+	fix[0] = '\0';
+	cat(fix, len, "## CORREÇÃO OBRIGATÓRIA\nSua resposta "
+	    "anterior foi bloqueada e NÃO foi enviada:\n«");
+	cat(fix, len, reply);
+	cat(fix, len, "»\nMotivo:\n");
+	for (i = 0; i < n; i++) {
+		idx = claims_find(t->w->rs.claims, ids[i]);
+		cat(fix, len, "- [");
+		cat(fix, len, ids[i]);
+		cat(fix, len, "] ");
+		cat(fix, len, idx >= 0 ?
+		    claims_prompt(t->w->rs.claims, idx) : "");
+		cat(fix, len, "\n");
+	}
+	if (t->calls_text != NULL) {
+		cat(fix, len, "Resultados das ferramentas nesta "
+		    "conversa:\n");
+		cat(fix, len, t->calls_text);
+	}
+	cat(fix, len, "Escreva uma nova resposta ao médico, sem isso.");
+	free(t->fix);
+	if ((t->fix = strdup(fix)) == NULL) {
 		job_fail(t, "out of memory");
 		return;
 	}
-	cat(sys, TURN_SYSTEM_MAX, t->system);
-	cat(sys, TURN_SYSTEM_MAX, GATE_SEPARATOR);
-	cat(sys, TURN_SYSTEM_MAX, "## CORREÇÃO OBRIGATÓRIA\nSua resposta "
-	    "anterior foi bloqueada e NÃO foi enviada:\n«");
-	cat(sys, TURN_SYSTEM_MAX, reply);
-	cat(sys, TURN_SYSTEM_MAX, "»\nMotivo:\n");
-	for (i = 0; i < n; i++) {
-		idx = claims_find(t->w->rs.claims, ids[i]);
-		cat(sys, TURN_SYSTEM_MAX, "- [");
-		cat(sys, TURN_SYSTEM_MAX, ids[i]);
-		cat(sys, TURN_SYSTEM_MAX, "] ");
-		cat(sys, TURN_SYSTEM_MAX, idx >= 0 ?
-		    claims_prompt(t->w->rs.claims, idx) : "");
-		cat(sys, TURN_SYSTEM_MAX, "\n");
-	}
-	if (t->calls_text != NULL) {
-		cat(sys, TURN_SYSTEM_MAX, "Resultados das ferramentas nesta "
-		    "conversa:\n");
-		cat(sys, TURN_SYSTEM_MAX, t->calls_text);
-	}
-	cat(sys, TURN_SYSTEM_MAX, "Escreva uma nova resposta ao médico, sem "
-	    "isso.");
 	t->regen++;
-	answer_llm_send(t, sys, 0);
-	free(sys);
+	answer_llm_send(t);
 }
 
 /* Check a reply with the core's guard; 1 when it may be sent. */

@@ -88,10 +88,10 @@ job_release(struct turn *t)
 	free(t->wa_id);
 	free(t->wamid);
 	free(t->msgs);
-	free(t->system);
+	free(t->doctor);
+	free(t->fix);
 	free(t->calls_text);
 	json_object_put(t->scratch);
-	free(t->prompt);
 	free(t);
 	w->inflight--;
 	w->turn_ended(w);

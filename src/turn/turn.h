@@ -75,15 +75,15 @@ struct turn {
 	/* LLM */
 	struct llm_msg		*msgs;
 	size_t			 nmsgs;
-	char			*system;
+	/* The system prompt is composed again when needed (answer.c): the
+	 * persona and the plan's constraints and date are kept anyway. */
+	char			*doctor;	/* what the prompt says of him */
+	char			*fix;		/* the regeneration's correction */
 	struct llm_tool		 tools[TOOL__COUNT];
 	size_t			 ntools;
 	int			 regen;
 	char			*calls_text;	/* tool calls, for feedback */
 	json_object		*scratch;	/* strings msgs point into */
-	char			*prompt;	/* for the llm audit row, as JSON
-						 * text (json-c objects: 3 KB
-						 * more a waiting turn) */
 	double			 mt_start;	/* metrics: claimed at */
 	double			 mt_mark;	/* metrics: this step began */
 };
