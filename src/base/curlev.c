@@ -334,14 +334,15 @@ curlev_pending(struct curlev *cv)
 /* Set the options every POST shares. */
 static void
 curlev_setopts(struct curlev_xfer *x, const char *url, const char *body,
-    long connect_ms, long total_ms)
+    int copy, long connect_ms, long total_ms)
 {
 	CURL	*e = x->easy;
 
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, body);
+	curl_easy_setopt(e, copy ? CURLOPT_COPYPOSTFIELDS : CURLOPT_POSTFIELDS,
+	    body);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, curlev_write_fn);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
@@ -363,10 +364,10 @@ curlev_setopts(struct curlev_xfer *x, const char *url, const char *body,
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, total_ms);
 }
 
-struct curlev_xfer *
-curlev_post(struct curlev *cv, const char *url, const char *const *headers,
-    const char *body, long connect_ms, long total_ms, curlev_post_cb *done,
-    void *arg)
+static struct curlev_xfer *
+curlev_start(struct curlev *cv, const char *url, const char *const *headers,
+    const char *body, int copy, long connect_ms, long total_ms,
+    curlev_post_cb *done, void *arg)
 {
 	struct curlev_xfer	*x;
 	struct curl_slist	*l;
@@ -387,7 +388,7 @@ curlev_post(struct curlev *cv, const char *url, const char *const *headers,
 			goto fail;
 		x->hdrs = l;
 	}
-	curlev_setopts(x, url, body, connect_ms, total_ms);
+	curlev_setopts(x, url, body, copy, connect_ms, total_ms);
 	clock_gettime(CLOCK_MONOTONIC, &x->start);
 	if (curl_multi_add_handle(cv->multi, x->easy) != CURLM_OK)
 		goto fail;
@@ -400,6 +401,24 @@ fail:
 	curl_slist_free_all(x->hdrs);
 	free(x);
 	return NULL;
+}
+
+struct curlev_xfer *
+curlev_post(struct curlev *cv, const char *url, const char *const *headers,
+    const char *body, long connect_ms, long total_ms, curlev_post_cb *done,
+    void *arg)
+{
+	return curlev_start(cv, url, headers, body, 1, connect_ms, total_ms,
+	    done, arg);
+}
+
+struct curlev_xfer *
+curlev_post_borrowed(struct curlev *cv, const char *url,
+    const char *const *headers, const char *body, long connect_ms,
+    long total_ms, curlev_post_cb *done, void *arg)
+{
+	return curlev_start(cv, url, headers, body, 0, connect_ms, total_ms,
+	    done, arg);
 }
 
 void

@@ -61,6 +61,14 @@ struct curlev_xfer *curlev_post(struct curlev *, const char *url,
 		    long connect_ms, long total_ms, curlev_post_cb *done,
 		    void *arg);
 
+/* The same, body borrowed: it must stay as it is until done is called or
+ * the transfer is cancelled (an LLM request, kept anyway for a retry:
+ * thousands wait at once, and a copy each was 3 KB). */
+struct curlev_xfer *curlev_post_borrowed(struct curlev *, const char *url,
+		    const char *const *headers, const char *body,
+		    long connect_ms, long total_ms, curlev_post_cb *done,
+		    void *arg);
+
 /* Stop a transfer whose callback has not run yet; done is not called. */
 void		 curlev_cancel(struct curlev_xfer *);
 

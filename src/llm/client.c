@@ -25,9 +25,10 @@ enum breaker { BREAKER_CLOSED, BREAKER_OPEN, BREAKER_HALF_OPEN };
 struct llm_call {
 	TAILQ_ENTRY(llm_call)	 entry;
 	struct llm		*l;
-	json_object		*messages;
-	json_object		*tools;
-	char			*system;
+	/* The request as sent (and sent again on a retry): the system
+	 * prompt, the transcript, the tools. The only copy kept while the
+	 * model is awaited, thousands of turns at once; curl borrows it. */
+	char			*body;
 	char			*mode;
 	char			**allowed;
 	size_t			 nallowed;
@@ -37,7 +38,6 @@ struct llm_call {
 	struct event		*ev;
 	enum call_phase		 phase;
 	struct curlev_xfer	*xfer;
-	char			*offline_body;
 	int			 attempt;	/* retries in this model call */
 	int			 probe;		/* this call is the breaker probe */
 	struct timespec		 start;
@@ -248,14 +248,11 @@ call_free(struct llm_call *t)
 	if (t->ev != NULL)
 		event_free(t->ev);
 	call_clear_round(t);
-	json_object_put(t->messages);
-	json_object_put(t->tools);
 	for (i = 0; i < t->nallowed; i++)
 		free(t->allowed[i]);
 	free(t->allowed);
-	free(t->system);
+	free(t->body);
 	free(t->mode);
-	free(t->offline_body);
 	llm_result_free(t->res);
 	free(t);
 }
@@ -457,6 +454,34 @@ call_record_calls(struct llm_call *t)
 	return 0;
 }
 
+/*
+ * Append the model's answer to the request's transcript, and the results
+ * of this round's tool calls after tool use. The body is read back: no
+ * other copy of the transcript is kept. -1: out of memory.
+ */
+static int
+call_extend(struct llm_call *t, int with_results)
+{
+	json_object	*o, *msgs;
+	char		*body = NULL;
+
+	o = llm_json_strict(t->body, strlen(t->body));
+	if (o != NULL && json_object_object_get_ex(o, "messages", &msgs)) {
+		json_object_array_add(msgs, json_object_get(t->resp.assistant));
+		if (with_results)
+			llm_wire_results(t->l->p.provider, msgs, &t->resp,
+			    t->results, t->is_error);
+		body = strdup(json_object_to_json_string_ext(o,
+		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	}
+	json_object_put(o);
+	if (body == NULL)
+		return -1;
+	free(t->body);
+	t->body = body;
+	return 0;
+}
+
 /* A model answer arrived: apply the ending rules of reference/llm.md. */
 static void
 call_on_answer(struct llm_call *t)
@@ -484,8 +509,6 @@ call_on_answer(struct llm_call *t)
 			call_finish(t, LLM_ERR_ROUNDS, "tool loop limit reached");
 			return;
 		}
-		json_object_array_add(t->messages,
-		    json_object_get(w->assistant));
 		t->results = calloc(w->ncalls, sizeof *t->results);
 		t->is_error = calloc(w->ncalls, sizeof *t->is_error);
 		if (t->results == NULL || t->is_error == NULL) {
@@ -499,8 +522,10 @@ call_on_answer(struct llm_call *t)
 			call_finish(t, LLM_ERR_ROUNDS, "paused too often");
 			return;
 		}
-		json_object_array_add(t->messages,
-		    json_object_get(w->assistant));
+		if (call_extend(t, 0) == -1) {
+			call_finish(t, LLM_ERR_INTERNAL, "out of memory");
+			return;
+		}
 		llm_wire_resp_clear(w);
 		t->attempt = 0;
 		call_request(t);
@@ -572,7 +597,6 @@ call_request(struct llm_call *t)
 {
 	struct llm	*l = t->l;
 	const char	*hdrs[4];
-	char		*body;
 
 	if (!breaker_allow(l, t)) {
 		llm_observe(l, LLM_ERR_BREAKER_OPEN, -1, 0, 0);
@@ -580,17 +604,8 @@ call_request(struct llm_call *t)
 		call_finish(t, LLM_ERR_BREAKER_OPEN, "circuit breaker open");
 		return;
 	}
-	body = llm_wire_body(l->p.provider, l->model, l->p.max_tokens,
-	    l->p.temperature,
-	    l->public_api, t->system, t->messages, t->tools);
-	if (body == NULL) {
-		call_finish(t, LLM_ERR_INTERNAL, "cannot build request");
-		return;
-	}
 	t->sent = llm_secs();
 	if (l->p.provider == LLM_OFFLINE) {
-		free(t->offline_body);
-		t->offline_body = body;
 		call_schedule(t, PHASE_OFFLINE, 0);
 		return;
 	}
@@ -599,9 +614,8 @@ call_request(struct llm_call *t)
 	hdrs[2] = l->p.provider == LLM_ANTHROPIC ?
 	    "anthropic-version: 2023-06-01" : NULL;
 	hdrs[3] = NULL;
-	t->xfer = curlev_post(l->cv, l->url, hdrs, body,
+	t->xfer = curlev_post_borrowed(l->cv, l->url, hdrs, t->body,
 	    l->p.connect_timeout_ms, l->p.timeout_ms, call_on_http, t);
-	free(body);
 	if (t->xfer == NULL)
 		call_finish(t, LLM_ERR_INTERNAL, "cannot start request");
 }
@@ -614,7 +628,7 @@ call_offline(struct llm_call *t)
 	char			*answer;
 
 	memset(&r, 0, sizeof r);
-	answer = llm_offline_respond(t->offline_body, t->mode);
+	answer = llm_offline_respond(t->body, t->mode);
 	r.code = CURLE_OK;
 	r.status = answer != NULL ? 200 : 500;
 	r.body = answer != NULL ? answer : "";
@@ -729,8 +743,10 @@ call_next_tool(struct llm_call *t)
 		if (t->waiting)
 			return;
 	}
-	llm_wire_results(t->l->p.provider, t->messages, &t->resp, t->results,
-	    t->is_error);
+	if (call_extend(t, 1) == -1) {
+		call_finish(t, LLM_ERR_INTERNAL, "out of memory");
+		return;
+	}
 	call_clear_round(t);
 	call_request(t);
 }
@@ -758,6 +774,7 @@ llm_turn_start(struct llm *l, const struct llm_request *req,
     const struct llm_tool_ops *ops, llm_done_fn *done, void *arg)
 {
 	struct llm_call	*t;
+	json_object	*msgs, *tools;
 	int		 bad = 0;
 
 	if ((t = calloc(1, sizeof *t)) == NULL)
@@ -769,20 +786,25 @@ llm_turn_start(struct llm *l, const struct llm_request *req,
 	t->done = done;
 	t->arg = arg;
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
-	t->system = strdup(req->system ? req->system : "");
 	t->mode = strdup(req->mode ? req->mode : "");
 	t->res = calloc(1, sizeof *t->res);
 	t->ev = evtimer_new(curlev_base(l->cv), call_timer_cb, t);
-	if (t->system == NULL || t->mode == NULL || t->res == NULL ||
+	if (t->mode == NULL || t->res == NULL ||
 	    t->ev == NULL || call_copy_allowed(t, req) == -1 ||
 	    (t->res->text = strdup("")) == NULL)
 		goto fail;
 	t->res->provider = llm_provider_name(l->p.provider);
 	snprintf(t->res->model, sizeof t->res->model, "%s", l->model);
-	t->messages = llm_wire_messages(l->p.provider, t->system, req->msgs,
+	msgs = llm_wire_messages(l->p.provider, req->system, req->msgs,
 	    req->nmsgs);
-	t->tools = llm_wire_tools(l->p.provider, req->tools, req->ntools, &bad);
-	if (bad || t->messages == NULL)
+	tools = llm_wire_tools(l->p.provider, req->tools, req->ntools, &bad);
+	if (!bad && msgs != NULL)
+		t->body = llm_wire_body(l->p.provider, l->model,
+		    l->p.max_tokens, l->p.temperature, l->public_api,
+		    req->system, msgs, tools);
+	json_object_put(msgs);
+	json_object_put(tools);
+	if (t->body == NULL)
 		goto fail;
 	call_request(t);
 	return 0;
