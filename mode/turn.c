@@ -397,6 +397,19 @@ turn_plan_free(struct turn_plan *p)
 	p->policy_constraints = "";
 }
 
+void
+turn_plan_forget_msgs(struct turn_plan *p)
+{
+	/* An objection opened points into its message's evidence; what is
+	 * read of it from now on is only that it was opened. */
+	if (p->set.objection != NULL)
+		p->set.objection = "objeção";
+	free(p->msgs);
+	p->msgs = NULL;
+	p->nmsgs = 0;
+	p->policy_constraints = "";
+}
+
 bool
 turn_in_transcript(const struct turn_msg_plan *mp)
 {
@@ -411,8 +424,7 @@ turn_event(const struct ruleset *rs, struct turn_plan *p,
 	struct router_result	 r;
 	struct turn_route	*tr;
 
-	if (p->flag == TURN_FLAG_OFF ||
-	    p->nevents == sizeof p->events / sizeof p->events[0])
+	if (p->flag == TURN_FLAG_OFF || p->nevents == TURN_EVENTS_MAX)
 		return NULL;
 	memset(&rin, 0, sizeof rin);
 	rin.intent = -1;
@@ -420,7 +432,8 @@ turn_event(const struct ruleset *rs, struct turn_plan *p,
 	rin.manual_target = -1;
 	rin.now_ms = p->now_ms;
 	router_route(rs->matrix, &p->st, &rin, &r);
-	tr = &p->events[p->nevents++];
+	tr = &p->event;
+	p->nevents++;
 	turn_apply(p, tr, &r, NULL);
 	/* The reply was written under the prompt's mode: guard both. */
 	p->guard_modes |= 1u << p->st.mode;

@@ -105,6 +105,7 @@ struct turn_msg_plan {
 };
 
 #define TURN_FUNNEL_MAX	8
+#define TURN_EVENTS_MAX	4
 
 struct turn_funnel {
 	const char	*status;	/* funnel_events.status */
@@ -141,8 +142,9 @@ struct turn_plan {
 	struct turn_changes	 set;
 	struct turn_funnel	 funnel[TURN_FUNNEL_MAX];
 	size_t			 nfunnel;
-	struct turn_route	 events[4];	/* routes on mid-turn events */
-	size_t			 nevents;
+	struct turn_route	 event;		/* the last mid-turn event's
+						 * route */
+	size_t			 nevents;	/* at most TURN_EVENTS_MAX */
 	/* The reply. */
 	enum turn_reply		 reply;
 	const char		*canned;	/* REPLY_CANNED: messages.json key */
@@ -167,14 +169,19 @@ int	turn_decide(const struct ruleset *, const struct turn_input *,
 	    struct turn_plan *) MG_MUSTCHECK;
 void	turn_plan_free(struct turn_plan *);
 
+/* Let the messages' part of a plan go once it is read (its rows encoded,
+ * its transcript taken): a plan waits for the LLM, thousands at once, and
+ * turn_event, turn_guard and turn_tool_refusal do not need it. */
+void	turn_plan_forget_msgs(struct turn_plan *);
+
 /* Does a claimed message belong in the LLM's transcript? (young enough,
  * and text or a type asked to be text) */
 bool	turn_in_transcript(const struct turn_msg_plan *);
 
 /* A mid-turn event (a bridge made by a tool): route again from the
  * plan's state; the reply stays guarded against the prompt's mode too.
- * Returns the route recorded in plan->events, or NULL when the flag is
- * off (nothing routes) or the list is full. */
+ * Returns the route, in plan->event until the next event, or NULL when
+ * the flag is off (nothing routes) or TURN_EVENTS_MAX were routed. */
 const struct turn_route *turn_event(const struct ruleset *,
 	    struct turn_plan *, enum router_event);
 

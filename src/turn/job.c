@@ -223,6 +223,27 @@ job_commit_cb(PGresult *res, const char *err, void *arg)
 	job_release(t);
 }
 
+/* Once its commit is queued (the queue keeps its own copy), a turn needs
+ * only its names for the log and the end: the rest goes, as thousands of
+ * turns can wait for the database at once. */
+static void
+job_shed(struct turn *t)
+{
+	commit_free(&t->c);
+	turn_plan_free(&t->plan);
+	free(t->msgs);
+	t->msgs = NULL;
+	t->nmsgs = 0;
+	json_object_put(t->scratch);
+	t->scratch = NULL;
+	free(t->doctor);
+	t->doctor = NULL;
+	free(t->fix);
+	t->fix = NULL;
+	free(t->calls_text);
+	t->calls_text = NULL;
+}
+
 /* Commit the turn: one transaction, lease checked by the database;
  * after the read receipt's row, when one is being queued. */
 void
@@ -246,19 +267,15 @@ job_commit(struct turn *t)
 	if (job_query(t, job_commit_sql, 6, p, job_commit_cb) == -1)
 		log_warnx("turn: conversation %s: cannot commit (lease will "
 		    "expire)", t->conv_s);
+	job_shed(t);
 }
 
-/* The context and the core's input are no longer read (the LLM request
- * is built): let them go while the turn waits. */
+/* The context, the core's input and the plan's messages are no longer
+ * read (the LLM request is built): let them go while the turn waits. */
 void
 job_forget(struct turn *t)
 {
-	size_t	i;
-
-	/* The plan borrowed each message's type from the context
-	 * (commit_plan, the only reader, ran before the LLM). */
-	for (i = 0; i < t->plan.nmsgs; i++)
-		t->plan.msgs[i].type = NULL;
+	turn_plan_forget_msgs(&t->plan);
 	json_object_put(t->ctx);
 	t->ctx = NULL;
 	free(t->in_msgs);
