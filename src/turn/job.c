@@ -258,11 +258,14 @@ job_commit(struct turn *t)
 		t->commit_due = true;
 		return;
 	}
+	if ((p[2] = commit_json(&t->c)) == NULL) {
+		job_fail(t, "out of memory");
+		return;
+	}
 	job_finish(t);
 	t->mt_mark = metrics_turn_now();
 	p[0] = t->w->name;
 	p[1] = t->conv_s;
-	p[2] = commit_json(&t->c);
 	job_send_params(t, p + 3, lease, room, sizeof lease);
 	if (job_query(t, job_commit_sql, 6, p, job_commit_cb) == -1)
 		log_warnx("turn: conversation %s: cannot commit (lease will "
