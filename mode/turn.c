@@ -398,7 +398,7 @@ turn_plan_free(struct turn_plan *p)
 }
 
 void
-turn_plan_forget_msgs(struct turn_plan *p)
+turn_plan_forget(struct turn_plan *p)
 {
 	/* An objection opened points into its message's evidence; what is
 	 * read of it from now on is only that it was opened. */
@@ -408,6 +408,8 @@ turn_plan_forget_msgs(struct turn_plan *p)
 	p->msgs = NULL;
 	p->nmsgs = 0;
 	p->policy_constraints = "";
+	free(p->constraints);
+	p->constraints = NULL;
 }
 
 bool

@@ -152,7 +152,8 @@ struct turn_plan {
 	bool			 mark_read;
 	/* REPLY_LLM: what the LLM gets. */
 	const char		*policy_constraints;	/* in msgs' policy */
-	char			*constraints;	/* REPLY_LLM (else NULL) */
+	char			*constraints;	/* REPLY_LLM (else NULL);
+						 * NULL after turn_plan_forget */
 	enum mode		 prompt_mode;	/* the mode the prompt is for */
 	unsigned		 tools_allowed;	/* layer 1 of prompt_mode */
 	unsigned		 tools_offered;	/* = allowed unless flag off/shadow */
@@ -169,10 +170,11 @@ int	turn_decide(const struct ruleset *, const struct turn_input *,
 	    struct turn_plan *) MG_MUSTCHECK;
 void	turn_plan_free(struct turn_plan *);
 
-/* Let the messages' part of a plan go once it is read (its rows encoded,
- * its transcript taken): a plan waits for the LLM, thousands at once, and
- * turn_event, turn_guard and turn_tool_refusal do not need it. */
-void	turn_plan_forget_msgs(struct turn_plan *);
+/* Let the parts of a plan read only at the turn's start go: the messages
+ * (their rows encoded, the transcript taken) and the constraints (in the
+ * request). A plan waits for the LLM, thousands at once, and turn_event,
+ * turn_guard and turn_tool_refusal need neither. */
+void	turn_plan_forget(struct turn_plan *);
 
 /* Does a claimed message belong in the LLM's transcript? (young enough,
  * and text or a type asked to be text) */

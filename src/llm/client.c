@@ -215,6 +215,7 @@ llm_result_free(struct llm_result *r)
 	}
 	free(r->calls);
 	free(r->text);
+	free(r->system);
 	free(r);
 }
 
@@ -320,6 +321,8 @@ call_finish(struct llm_call *t, enum llm_err cls, const char *why)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	t->res->latency_ms = (now.tv_sec - t->start.tv_sec) * 1000 +
 	    (now.tv_nsec - t->start.tv_nsec) / 1000000;
+	free(t->res->system);
+	t->res->system = llm_wire_system(t->l->p.provider, t->body);
 	call_schedule(t, PHASE_FINISH, 0);
 }
 

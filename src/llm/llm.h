@@ -195,6 +195,9 @@ struct llm_result {
 	char			 model[128];
 	const char		*provider;
 	struct llm_error	 err;
+	char			*system;	/* the last request's system
+						 * prompt as sent; NULL: out of
+						 * memory */
 };
 
 void	llm_result_free(struct llm_result *);

@@ -17,10 +17,6 @@
 #define TURN_REGEN_MAX	2
 #define TURN_SYSTEM_MAX	32768
 
-/* Where the system prompt and its parts are composed (one turn at a
- * time: the loop runs one callback at a time). */
-static char	answer_buf[TURN_SYSTEM_MAX];
-
 /* One tool execution handed out by the LLM client. */
 struct tool_call {
 	struct turn		*t;
@@ -188,45 +184,28 @@ answer_doctor_text(struct turn *t, char *buf, size_t len)
 		}
 }
 
-/* The doctor's part of the system prompt, kept: the context it comes
- * from is let go while the turn waits (job_forget). */
-static int
-answer_doctor(struct turn *t)
-{
-	answer_buf[0] = '\0';
-	answer_doctor_text(t, answer_buf, sizeof answer_buf);
-	return (t->doctor = strdup(answer_buf)) == NULL ? -1 : 0;
-}
-
-/*
- * The system prompt: persona, constraints, the date, the doctor, and a
- * regeneration's correction. Composed in one scratch buffer whenever it
- * is needed (the request, the audit row) from what the turn keeps anyway:
- * thousands of turns wait for the LLM at once, and a copy each was 2 KB.
- */
+/* The system prompt: persona, constraints, the date, the doctor. Composed
+ * in one scratch buffer for the request, which is its only copy kept: a
+ * turn waits seconds for the LLM, thousands at once (the audit row and a
+ * regeneration read it back from the LLM's result). */
 static const char *
 answer_system(struct turn *t)
 {
-	char	*buf = answer_buf;
-	size_t	 len = sizeof answer_buf;
+	static char	buf[TURN_SYSTEM_MAX];
 
 	buf[0] = '\0';
-	cat(buf, len, t->w->persona);
+	cat(buf, sizeof buf, t->w->persona);
 	if (t->plan.constraints[0] != '\0') {
-		cat(buf, len, GATE_SEPARATOR);
-		cat(buf, len, t->plan.constraints);
+		cat(buf, sizeof buf, GATE_SEPARATOR);
+		cat(buf, sizeof buf, t->plan.constraints);
 	}
-	cat(buf, len, GATE_SEPARATOR);
-	cat(buf, len, "## DATA E HORA\n");
-	cat(buf, len, t->plan.today);
-	cat(buf, len, " Use datas no formato AAAA-MM-DD "
+	cat(buf, sizeof buf, GATE_SEPARATOR);
+	cat(buf, sizeof buf, "## DATA E HORA\n");
+	cat(buf, sizeof buf, t->plan.today);
+	cat(buf, sizeof buf, " Use datas no formato AAAA-MM-DD "
 	    "nas ferramentas (buscar_vagas aceita data_de e data_ate).\n");
-	cat(buf, len, GATE_SEPARATOR);
-	cat(buf, len, t->doctor);
-	if (t->fix != NULL) {
-		cat(buf, len, GATE_SEPARATOR);
-		cat(buf, len, t->fix);
-	}
+	cat(buf, sizeof buf, GATE_SEPARATOR);
+	answer_doctor_text(t, buf, sizeof buf);
 	return buf;
 }
 
@@ -338,16 +317,15 @@ answer_tools(struct turn *t)
 	    "enforced" : "not_enforced", d, p->reply_to);
 }
 
-/* The prompt of the last request, as recorded in the llm audit row
+/* The prompt of the request answered, as recorded in the llm audit row
  * (a regeneration offers no tools). */
 static json_object *
-answer_prompt_json(struct turn *t)
+answer_prompt_json(struct turn *t, const char *system)
 {
 	json_object	*p = json_object_new_object(), *a, *m;
-	size_t		 i, ntools = t->fix != NULL ? 0 : t->ntools;
+	size_t		 i, ntools = t->regen > 0 ? 0 : t->ntools;
 
-	json_object_object_add(p, "system",
-	    json_object_new_string(answer_system(t)));
+	json_object_object_add(p, "system", json_object_new_string(system));
 	a = json_object_new_array();
 	for (i = 0; i < t->nmsgs; i++) {
 		m = json_object_new_object();
@@ -368,14 +346,13 @@ answer_prompt_json(struct turn *t)
 
 /* Send one request (the first, or a regeneration with feedback). */
 static void
-answer_llm_send(struct turn *t)
+answer_llm_send(struct turn *t, const char *system, size_t ntools)
 {
 	struct llm_request	req;
 	struct llm_tool_ops	ops;
-	size_t			ntools = t->fix != NULL ? 0 : t->ntools;
 
 	memset(&req, 0, sizeof req);
-	req.system = answer_system(t);
+	req.system = system;
 	req.msgs = t->msgs;
 	req.nmsgs = t->nmsgs;
 	req.tools = ntools > 0 ? t->tools : NULL;
@@ -398,12 +375,12 @@ answer_start(struct turn *t)
 {
 	if (t->finished)
 		return;
-	if (answer_doctor(t) == -1 || answer_transcript(t) == -1) {
+	if (answer_transcript(t) == -1) {
 		job_fail(t, "cannot build the prompt");
 		return;
 	}
 	answer_tools(t);
-	answer_llm_send(t);
+	answer_llm_send(t, answer_system(t), t->ntools);
 	job_forget(t);
 	commit_pack(&t->c);
 }
@@ -437,7 +414,8 @@ answer_audit_llm(struct turn *t, const struct llm_result *r)
 		    json_object_new_string(r->err.message));
 		json_object_object_add(d, "error", e);
 	}
-	json_object_object_add(d, "prompt", answer_prompt_json(t));
+	json_object_object_add(d, "prompt", answer_prompt_json(t,
+	    r->system != NULL ? r->system : ""));
 	commit_audit(&t->c, "llm", r->ok ? "ok" : "error", r->ok ?
 	    llm_stop_name(r->stop) : llm_err_name(r->err.cls), d, t->plan.reply_to);
 	for (i = 0; i < r->ncalls; i++) {
@@ -476,51 +454,59 @@ answer_note_calls(struct turn *t, const struct llm_result *r)
 	t->calls_text = strdup(buf);
 }
 
-/* A guarded reply was refused: ask again naming the claims (the
- * correction ends the system prompt). */
+/* A guarded reply was refused: ask again naming the claims, the system
+ * prompt (as the first request sent it, kept from now on) corrected. */
 static void
-answer_regenerate(struct turn *t, const char *reply, const char **ids,
-    size_t n)
+answer_regenerate(struct turn *t, const struct llm_result *r,
+    const char **ids, size_t n)
 {
-	char	*fix = answer_buf;
-	size_t	 i, len = sizeof answer_buf;
+	char	*sys;
+	size_t	 i;
 	int	 idx;
 
-	fix[0] = '\0';
-	cat(fix, len, "## CORREÇÃO OBRIGATÓRIA\nSua resposta "
-	    "anterior foi bloqueada e NÃO foi enviada:\n«");
-	cat(fix, len, reply);
-	cat(fix, len, "»\nMotivo:\n");
-	for (i = 0; i < n; i++) {
-		idx = claims_find(t->w->rs.claims, ids[i]);
-		cat(fix, len, "- [");
-		cat(fix, len, ids[i]);
-		cat(fix, len, "] ");
-		cat(fix, len, idx >= 0 ?
-		    claims_prompt(t->w->rs.claims, idx) : "");
-		cat(fix, len, "\n");
-	}
-	if (t->calls_text != NULL) {
-		cat(fix, len, "Resultados das ferramentas nesta "
-		    "conversa:\n");
-		cat(fix, len, t->calls_text);
-	}
-	cat(fix, len, "Escreva uma nova resposta ao médico, sem isso.");
-	free(t->fix);
-	if ((t->fix = strdup(fix)) == NULL) {
+	if (t->base == NULL && (r->system == NULL ||
+	    (t->base = strdup(r->system)) == NULL)) {
 		job_fail(t, "out of memory");
 		return;
 	}
+	if ((sys = calloc(1, TURN_SYSTEM_MAX)) == NULL) {
+		job_fail(t, "out of memory");
+		return;
+	}
+	cat(sys, TURN_SYSTEM_MAX, t->base);
+	cat(sys, TURN_SYSTEM_MAX, GATE_SEPARATOR);
+	cat(sys, TURN_SYSTEM_MAX, "## CORREÇÃO OBRIGATÓRIA\nSua resposta "
+	    "anterior foi bloqueada e NÃO foi enviada:\n«");
+	cat(sys, TURN_SYSTEM_MAX, r->text);
+	cat(sys, TURN_SYSTEM_MAX, "»\nMotivo:\n");
+	for (i = 0; i < n; i++) {
+		idx = claims_find(t->w->rs.claims, ids[i]);
+		cat(sys, TURN_SYSTEM_MAX, "- [");
+		cat(sys, TURN_SYSTEM_MAX, ids[i]);
+		cat(sys, TURN_SYSTEM_MAX, "] ");
+		cat(sys, TURN_SYSTEM_MAX, idx >= 0 ?
+		    claims_prompt(t->w->rs.claims, idx) : "");
+		cat(sys, TURN_SYSTEM_MAX, "\n");
+	}
+	if (t->calls_text != NULL) {
+		cat(sys, TURN_SYSTEM_MAX, "Resultados das ferramentas nesta "
+		    "conversa:\n");
+		cat(sys, TURN_SYSTEM_MAX, t->calls_text);
+	}
+	cat(sys, TURN_SYSTEM_MAX, "Escreva uma nova resposta ao médico, sem "
+	    "isso.");
 	t->regen++;
-	answer_llm_send(t);
+	answer_llm_send(t, sys, 0);
+	free(sys);
 }
 
-/* Check a reply with the core's guard; 1 when it may be sent. */
+/* Check the LLM's reply with the core's guard; 1 when it may be sent. */
 static int
-answer_guard(struct turn *t, const char *reply)
+answer_guard(struct turn *t, const struct llm_result *r)
 {
 	struct turn_guard_result	 g;
 	json_object			*d, *a;
+	const char			*reply = r->text;
 	size_t				 i;
 	double				 t0;
 	int				 m;
@@ -563,7 +549,7 @@ answer_guard(struct turn *t, const char *reply)
 		job_commit(t);
 		return 0;
 	}
-	answer_regenerate(t, reply, g.ids, g.n);
+	answer_regenerate(t, r, g.ids, g.n);
 	return 0;
 }
 
@@ -603,7 +589,7 @@ answer_llm_done(struct llm_result *r, void *arg)
 			job_reply(t, job_text(t, "fallback"),
 			    "empty_reply_fallback");
 			job_commit(t);
-		} else if (answer_guard(t, r->text)) {
+		} else if (answer_guard(t, r)) {
 			job_reply(t, r->text, t->regen > 0 ? "llm_regenerated" :
 			    "llm");
 			job_commit(t);

@@ -88,8 +88,7 @@ job_release(struct turn *t)
 	free(t->wa_id);
 	free(t->wamid);
 	free(t->msgs);
-	free(t->doctor);
-	free(t->fix);
+	free(t->base);
 	free(t->calls_text);
 	json_object_put(t->scratch);
 	free(t);
@@ -236,10 +235,8 @@ job_shed(struct turn *t)
 	t->nmsgs = 0;
 	json_object_put(t->scratch);
 	t->scratch = NULL;
-	free(t->doctor);
-	t->doctor = NULL;
-	free(t->fix);
-	t->fix = NULL;
+	free(t->base);
+	t->base = NULL;
 	free(t->calls_text);
 	t->calls_text = NULL;
 }
@@ -273,12 +270,13 @@ job_commit(struct turn *t)
 	job_shed(t);
 }
 
-/* The context, the core's input and the plan's messages are no longer
- * read (the LLM request is built): let them go while the turn waits. */
+/* The context, the core's input and the plan's messages and constraints
+ * are no longer read (the LLM request is built): let them go while the
+ * turn waits. */
 void
 job_forget(struct turn *t)
 {
-	turn_plan_forget_msgs(&t->plan);
+	turn_plan_forget(&t->plan);
 	json_object_put(t->ctx);
 	t->ctx = NULL;
 	free(t->in_msgs);

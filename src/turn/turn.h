@@ -75,10 +75,8 @@ struct turn {
 	/* LLM */
 	struct llm_msg		*msgs;
 	size_t			 nmsgs;
-	/* The system prompt is composed again when needed (answer.c): the
-	 * persona and the plan's constraints and date are kept anyway. */
-	char			*doctor;	/* what the prompt says of him */
-	char			*fix;		/* the regeneration's correction */
+	char			*base;		/* the system prompt, kept once
+						 * a reply is regenerated */
 	struct llm_tool		 tools[TOOL__COUNT];
 	size_t			 ntools;
 	int			 regen;
