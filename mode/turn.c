@@ -391,6 +391,8 @@ turn_plan_free(struct turn_plan *p)
 {
 	free(p->msgs);
 	free(p->constraints);
+	free(p->event);
+	p->event = NULL;
 	p->msgs = NULL;
 	p->nmsgs = 0;
 	p->constraints = NULL;
@@ -426,7 +428,9 @@ turn_event(const struct ruleset *rs, struct turn_plan *p,
 	struct router_result	 r;
 	struct turn_route	*tr;
 
-	if (p->flag == TURN_FLAG_OFF || p->nevents == TURN_EVENTS_MAX)
+	if (p->flag == TURN_FLAG_OFF || p->nevents == TURN_EVENTS_MAX ||
+	    (p->event == NULL &&
+	    (p->event = calloc(1, sizeof *p->event)) == NULL))
 		return NULL;
 	memset(&rin, 0, sizeof rin);
 	rin.intent = -1;
@@ -434,7 +438,7 @@ turn_event(const struct ruleset *rs, struct turn_plan *p,
 	rin.manual_target = -1;
 	rin.now_ms = p->now_ms;
 	router_route(rs->matrix, &p->st, &rin, &r);
-	tr = &p->event;
+	tr = p->event;
 	p->nevents++;
 	turn_apply(p, tr, &r, NULL);
 	/* The reply was written under the prompt's mode: guard both. */

@@ -142,8 +142,9 @@ struct turn_plan {
 	struct turn_changes	 set;
 	struct turn_funnel	 funnel[TURN_FUNNEL_MAX];
 	size_t			 nfunnel;
-	struct turn_route	 event;		/* the last mid-turn event's
-						 * route */
+	struct turn_route	*event;		/* the last mid-turn event's
+						 * route (made on the first:
+						 * turn_plan_free) */
 	size_t			 nevents;	/* at most TURN_EVENTS_MAX */
 	/* The reply. */
 	enum turn_reply		 reply;
@@ -183,7 +184,8 @@ bool	turn_in_transcript(const struct turn_msg_plan *);
 /* A mid-turn event (a bridge made by a tool): route again from the
  * plan's state; the reply stays guarded against the prompt's mode too.
  * Returns the route, in plan->event until the next event, or NULL when
- * the flag is off (nothing routes) or TURN_EVENTS_MAX were routed. */
+ * the flag is off (nothing routes), TURN_EVENTS_MAX were routed or
+ * memory ran out (the plan unchanged). */
 const struct turn_route *turn_event(const struct ruleset *,
 	    struct turn_plan *, enum router_event);
 

@@ -211,10 +211,10 @@ answer_system(struct turn *t)
 
 /* Add one line to the transcript, merging a run of one role. */
 static void
-answer_line(struct turn *t, json_object *roles, const char *role,
+answer_line(json_object *lines, json_object *roles, const char *role,
     const char *text)
 {
-	size_t		 n = json_object_array_length(t->scratch);
+	size_t		 n = json_object_array_length(lines);
 	json_object	*last;
 	char		*s;
 
@@ -224,78 +224,103 @@ answer_line(struct turn *t, json_object *roles, const char *role,
 		return;			/* the model's turn cannot come first */
 	if (n > 0 && strcmp(json_object_get_string(json_object_array_get_idx(
 	    roles, n - 1)), role) == 0) {
-		last = json_object_array_get_idx(t->scratch, n - 1);
+		last = json_object_array_get_idx(lines, n - 1);
 		if (asprintf(&s, "%s\n%s", json_object_get_string(last),
 		    text) == -1)
 			return;
-		json_object_array_put_idx(t->scratch, n - 1,
+		json_object_array_put_idx(lines, n - 1,
 		    json_object_new_string(s));
 		free(s);
 		return;
 	}
-	json_object_array_add(t->scratch, json_object_new_string(text));
+	json_object_array_add(lines, json_object_new_string(text));
 	json_object_array_add(roles, json_object_new_string(role));
+}
+
+/* The lines in one block, their texts after them: a turn keeps it while
+ * it waits (for a regeneration and the audit row), thousands at once. */
+static int
+answer_keep_lines(struct turn *t, json_object *lines, json_object *roles)
+{
+	struct llm_msg	*m;
+	json_object	*l;
+	char		*p;
+	size_t		 i, len = 0, n = json_object_array_length(lines);
+
+	for (i = 0; i < n; i++)
+		len += (size_t)json_object_get_string_len(
+		    json_object_array_get_idx(lines, i)) + 1;
+	if (n == 0 || (m = malloc(n * sizeof *m + len)) == NULL)
+		return -1;
+	p = (char *)(m + n);
+	for (i = 0; i < n; i++) {
+		m[i].role = strcmp(json_object_get_string(
+		    json_object_array_get_idx(roles, i)), "user") == 0 ?
+		    "user" : "assistant";
+		l = json_object_array_get_idx(lines, i);
+		len = (size_t)json_object_get_string_len(l) + 1;
+		memcpy(p, json_object_get_string(l), len);
+		m[i].text = p;
+		p += len;
+	}
+	t->msgs = m;
+	t->nmsgs = n;
+	return 0;
 }
 
 /* The transcript: history, then the claimed messages. */
 static int
 answer_transcript(struct turn *t)
 {
+	json_object	*lines = json_object_new_array();
 	json_object	*roles = json_object_new_array(), *h, *m;
-	size_t		 i, n;
+	size_t		 i;
+	int		 rc;
 
-	t->scratch = json_object_new_array();
 	if (json_object_object_get_ex(t->ctx, "history", &h))
 		for (i = 0; i < json_object_array_length(h); i++) {
 			m = json_object_array_get_idx(h, i);
-			answer_line(t, roles, strcmp(job_jstr(m, "direction") ?
-			    job_jstr(m, "direction") : "in", "out") == 0 ?
-			    "assistant" : "user", job_jstr(m, "text"));
+			answer_line(lines, roles, strcmp(job_jstr(m,
+			    "direction") ? job_jstr(m, "direction") : "in",
+			    "out") == 0 ? "assistant" : "user",
+			    job_jstr(m, "text"));
 		}
 	if (json_object_object_get_ex(t->ctx, "messages", &h))
 		for (i = 0; i < json_object_array_length(h); i++) {
 			m = json_object_array_get_idx(h, i);
 			if (i < t->plan.nmsgs &&
 			    turn_in_transcript(&t->plan.msgs[i]))
-				answer_line(t, roles, "user",
+				answer_line(lines, roles, "user",
 				    job_jstr(m, "text"));
 		}
-	n = json_object_array_length(t->scratch);
-	if (n == 0 || (t->msgs = calloc(n, sizeof *t->msgs)) == NULL) {
-		json_object_put(roles);
-		return -1;
-	}
-	for (i = 0; i < n; i++) {
-		t->msgs[i].role = strcmp(json_object_get_string(
-		    json_object_array_get_idx(roles, i)), "user") == 0 ?
-		    "user" : "assistant";
-		t->msgs[i].text = json_object_get_string(
-		    json_object_array_get_idx(t->scratch, i));
-	}
-	t->nmsgs = n;
+	rc = answer_keep_lines(t, lines, roles);
+	json_object_put(lines);
 	json_object_put(roles);
-	return 0;
+	return rc;
 }
 
-/* Layer 1: the tools the plan offers, and the gate's audit row. */
-static void
-answer_tools(struct turn *t)
+/* Layer 1: the tools the plan offers (into tools; returns how many),
+ * and the gate's audit row. */
+static size_t
+answer_tools(struct turn *t, struct llm_tool *tools)
 {
 	const struct turn_plan	*p = &t->plan;
 	json_object		*d = json_object_new_object(), *al, *rm;
 	bool			 on = p->flag == TURN_FLAG_ON;
+	size_t			 n = 0;
 	int			 i;
 
 	al = json_object_new_array();
 	rm = json_object_new_array();
-	t->ntools = 0;
+	t->tools_sent = 0;
 	for (i = 0; i < TOOL__COUNT; i++) {
 		if (!(p->tools_allowed & (1u << i)))
 			json_object_array_add(rm, json_object_new_string(
 			    tool_name(i)));
 		if ((p->tools_offered & (1u << i)) &&
-		    tools_schema_get(i, &t->tools[t->ntools]) == 0) {
-			t->ntools++;
+		    tools_schema_get(i, &tools[n]) == 0) {
+			n++;
+			t->tools_sent |= 1u << i;
 			json_object_array_add(al, json_object_new_string(
 			    tool_name(i)));
 		}
@@ -315,6 +340,7 @@ answer_tools(struct turn *t)
 	    rm);
 	commit_audit(&t->c, "gate", mode_name(p->prompt_mode), on ?
 	    "enforced" : "not_enforced", d, p->reply_to);
+	return n;
 }
 
 /* The prompt of the request answered, as recorded in the llm audit row
@@ -323,7 +349,8 @@ static json_object *
 answer_prompt_json(struct turn *t, const char *system)
 {
 	json_object	*p = json_object_new_object(), *a, *m;
-	size_t		 i, ntools = t->regen > 0 ? 0 : t->ntools;
+	size_t		 i;
+	int		 k;
 
 	json_object_object_add(p, "system", json_object_new_string(system));
 	a = json_object_new_array();
@@ -337,16 +364,18 @@ answer_prompt_json(struct turn *t, const char *system)
 	}
 	json_object_object_add(p, "messages", a);
 	a = json_object_new_array();
-	for (i = 0; i < ntools; i++)
-		json_object_array_add(a,
-		    json_object_new_string(t->tools[i].name));
+	for (k = 0; k < TOOL__COUNT && t->regen == 0; k++)
+		if (t->tools_sent & (1u << k))
+			json_object_array_add(a,
+			    json_object_new_string(tool_name(k)));
 	json_object_object_add(p, "tools", a);
 	return p;
 }
 
 /* Send one request (the first, or a regeneration with feedback). */
 static void
-answer_llm_send(struct turn *t, const char *system, size_t ntools)
+answer_llm_send(struct turn *t, const char *system,
+    const struct llm_tool *tools, size_t ntools)
 {
 	struct llm_request	req;
 	struct llm_tool_ops	ops;
@@ -355,7 +384,7 @@ answer_llm_send(struct turn *t, const char *system, size_t ntools)
 	req.system = system;
 	req.msgs = t->msgs;
 	req.nmsgs = t->nmsgs;
-	req.tools = ntools > 0 ? t->tools : NULL;
+	req.tools = ntools > 0 ? tools : NULL;
 	req.ntools = ntools;
 	req.mode = mode_name(t->plan.prompt_mode);
 	memset(&ops, 0, sizeof ops);
@@ -373,14 +402,17 @@ answer_llm_send(struct turn *t, const char *system, size_t ntools)
 void
 answer_start(struct turn *t)
 {
+	struct llm_tool	tools[TOOL__COUNT];
+	size_t		n;
+
 	if (t->finished)
 		return;
 	if (answer_transcript(t) == -1) {
 		job_fail(t, "cannot build the prompt");
 		return;
 	}
-	answer_tools(t);
-	answer_llm_send(t, answer_system(t), t->ntools);
+	n = answer_tools(t, tools);
+	answer_llm_send(t, answer_system(t), tools, n);
 	job_forget(t);
 	commit_pack(&t->c);
 }
@@ -496,7 +528,7 @@ answer_regenerate(struct turn *t, const struct llm_result *r,
 	cat(sys, TURN_SYSTEM_MAX, "Escreva uma nova resposta ao médico, sem "
 	    "isso.");
 	t->regen++;
-	answer_llm_send(t, sys, 0);
+	answer_llm_send(t, sys, NULL, 0);
 	free(sys);
 }
 

@@ -90,7 +90,6 @@ job_release(struct turn *t)
 	free(t->msgs);
 	free(t->base);
 	free(t->calls_text);
-	json_object_put(t->scratch);
 	free(t);
 	w->inflight--;
 	w->turn_ended(w);
@@ -233,8 +232,6 @@ job_shed(struct turn *t)
 	free(t->msgs);
 	t->msgs = NULL;
 	t->nmsgs = 0;
-	json_object_put(t->scratch);
-	t->scratch = NULL;
 	free(t->base);
 	t->base = NULL;
 	free(t->calls_text);
