@@ -33,7 +33,8 @@ struct curlev_xfer {
 	char			*buf;
 	size_t			 len, cap;
 	int			 overflow;
-	struct curlev_resp	 resp;
+	struct curlev_resp	*resp;		/* on the first header: a
+						 * transfer waits without */
 	char			 errbuf[CURL_ERROR_SIZE];
 	struct timespec		 start;
 	curlev_post_cb		*done;
@@ -202,9 +203,12 @@ static size_t
 curlev_header_fn(char *p, size_t size, size_t n, void *arg)
 {
 	struct curlev_xfer	*x = arg;
-	struct curlev_resp	*r = &x->resp;
+	struct curlev_resp	*r;
 	size_t			 len = size * n;
 
+	if (x->resp == NULL && (x->resp = calloc(1, sizeof *x->resp)) == NULL)
+		return 0;
+	r = x->resp;
 	curlev_header_pick(p, len, "retry-after", r->retry_after,
 	    sizeof r->retry_after);
 	curlev_header_pick(p, len, "retry-after-ms", r->retry_after_ms,
@@ -227,6 +231,7 @@ curlev_xfer_free(struct curlev_xfer *x)
 	curl_easy_cleanup(x->easy);
 	curl_slist_free_all(x->hdrs);
 	free(x->buf);
+	free(x->resp);
 	free(x);
 }
 
@@ -234,23 +239,28 @@ curlev_xfer_free(struct curlev_xfer *x)
 static void
 curlev_finish(struct curlev_xfer *x, CURLcode code)
 {
-	struct curlev	*cv = x->cv;
-	long		 status = 0;
+	struct curlev		*cv = x->cv;
+	struct curlev_resp	 r;
+	long			 status = 0;
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_multi_remove_handle(cv->multi, x->easy);
 	TAILQ_REMOVE(&cv->xfers, x, entry);
 	cv->n--;
-	x->resp.code = x->overflow ? CURLE_FILESIZE_EXCEEDED : code;
-	if (x->resp.code != CURLE_OK)
-		snprintf(x->resp.error, sizeof x->resp.error, "%s",
+	if (x->resp != NULL)
+		r = *x->resp;
+	else
+		memset(&r, 0, sizeof r);
+	r.code = x->overflow ? CURLE_FILESIZE_EXCEEDED : code;
+	if (r.code != CURLE_OK)
+		snprintf(r.error, sizeof r.error, "%s",
 		    x->errbuf[0] != '\0' && !x->overflow ? x->errbuf :
-		    curl_easy_strerror(x->resp.code));
-	x->resp.status = code == CURLE_OK ? status : 0;
-	x->resp.body = x->buf != NULL ? x->buf : "";
-	x->resp.len = x->len;
-	x->resp.elapsed_ms = curlev_elapsed(&x->start);
-	x->done(&x->resp, x->arg);
+		    curl_easy_strerror(r.code));
+	r.status = code == CURLE_OK ? status : 0;
+	r.body = x->buf != NULL ? x->buf : "";
+	r.len = x->len;
+	r.elapsed_ms = curlev_elapsed(&x->start);
+	x->done(&r, x->arg);
 	curlev_xfer_free(x);
 }
 

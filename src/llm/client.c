@@ -496,7 +496,7 @@ call_on_answer(struct llm_call *t)
 	res->stop = w->stop;
 	res->input_tokens += w->in_tok;
 	res->output_tokens += w->out_tok;
-	if (w->model[0] != '\0')
+	if (w->model != NULL && w->model[0] != '\0')
 		snprintf(res->model, sizeof res->model, "%s", w->model);
 	free(res->text);
 	res->text = strdup(w->text);

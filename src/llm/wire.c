@@ -470,8 +470,8 @@ llm_wire_parse(enum llm_provider p, const char *body, size_t len,
 	if (root != NULL && json_object_is_type(root, json_type_object)) {
 		rc = p == LLM_OPENAI ? wire_parse_openai(root, r) :
 		    wire_parse_anthropic(root, r);
-		snprintf(r->model, sizeof r->model, "%s",
-		    wire_str(root, "model") ? wire_str(root, "model") : "");
+		if (wire_str(root, "model") != NULL)
+			r->model = strdup(wire_str(root, "model"));
 	}
 	json_object_put(root);
 	if (rc == -1) {
@@ -498,6 +498,7 @@ llm_wire_resp_clear(struct llm_wire_resp *r)
 	}
 	free(r->calls);
 	free(r->text);
+	free(r->model);
 	json_object_put(r->assistant);
 	memset(r, 0, sizeof *r);
 }

@@ -23,7 +23,7 @@ struct llm_wire_resp {
 	struct llm_wire_call	*calls;
 	size_t			 ncalls;
 	long			 in_tok, out_tok;
-	char			 model[128];
+	char			*model;		/* NULL: none */
 	json_object		*assistant;	/* the message to echo back */
 };
 
