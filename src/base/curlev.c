@@ -343,8 +343,9 @@ curlev_pending(struct curlev *cv)
 
 /* Set the options every POST shares. */
 static void
-curlev_setopts(struct curlev_xfer *x, const char *url, const char *body,
-    int copy, long connect_ms, long total_ms)
+curlev_setopts(struct curlev_xfer *x, const char *url,
+    const struct curl_slist *hdrs, const char *body, int copy,
+    long connect_ms, long total_ms)
 {
 	CURL	*e = x->easy;
 
@@ -353,7 +354,7 @@ curlev_setopts(struct curlev_xfer *x, const char *url, const char *body,
 	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	curl_easy_setopt(e, copy ? CURLOPT_COPYPOSTFIELDS : CURLOPT_POSTFIELDS,
 	    body);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, (struct curl_slist *)hdrs);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, curlev_write_fn);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, curlev_header_fn);
@@ -374,31 +375,47 @@ curlev_setopts(struct curlev_xfer *x, const char *url, const char *body,
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, total_ms);
 }
 
+struct curl_slist *
+curlev_headers(const char *const *headers)
+{
+	struct curl_slist	*h, *l;
+	size_t			 i;
+
+	/* No "Expect: 100-continue" round trip on larger bodies. */
+	if ((h = curl_slist_append(NULL, "Expect:")) == NULL)
+		return NULL;
+	for (i = 0; headers != NULL && headers[i] != NULL; i++) {
+		if ((l = curl_slist_append(h, headers[i])) == NULL) {
+			curl_slist_free_all(h);
+			return NULL;
+		}
+		h = l;
+	}
+	return h;
+}
+
+/* Start a POST with the header list hdrs (owned unless borrowed; NULL:
+ * out of memory) and body (copied unless borrowed). */
 static struct curlev_xfer *
-curlev_start(struct curlev *cv, const char *url, const char *const *headers,
-    const char *body, int copy, long connect_ms, long total_ms,
+curlev_start(struct curlev *cv, const char *url, struct curl_slist *hdrs,
+    const char *body, int borrowed, long connect_ms, long total_ms,
     curlev_post_cb *done, void *arg)
 {
 	struct curlev_xfer	*x;
-	struct curl_slist	*l;
-	size_t			 i;
 
-	if ((x = calloc(1, sizeof *x)) == NULL)
+	if ((x = calloc(1, sizeof *x)) == NULL) {
+		if (!borrowed)
+			curl_slist_free_all(hdrs);
 		return NULL;
+	}
 	x->cv = cv;
 	x->done = done;
 	x->arg = arg;
-	if ((x->easy = curl_easy_init()) == NULL)
+	if (!borrowed)
+		x->hdrs = hdrs;
+	if (hdrs == NULL || (x->easy = curl_easy_init()) == NULL)
 		goto fail;
-	/* No "Expect: 100-continue" round trip on larger bodies. */
-	if ((x->hdrs = curl_slist_append(NULL, "Expect:")) == NULL)
-		goto fail;
-	for (i = 0; headers != NULL && headers[i] != NULL; i++) {
-		if ((l = curl_slist_append(x->hdrs, headers[i])) == NULL)
-			goto fail;
-		x->hdrs = l;
-	}
-	curlev_setopts(x, url, body, copy, connect_ms, total_ms);
+	curlev_setopts(x, url, hdrs, body, !borrowed, connect_ms, total_ms);
 	clock_gettime(CLOCK_MONOTONIC, &x->start);
 	if (curl_multi_add_handle(cv->multi, x->easy) != CURLM_OK)
 		goto fail;
@@ -418,17 +435,17 @@ curlev_post(struct curlev *cv, const char *url, const char *const *headers,
     const char *body, long connect_ms, long total_ms, curlev_post_cb *done,
     void *arg)
 {
-	return curlev_start(cv, url, headers, body, 1, connect_ms, total_ms,
-	    done, arg);
+	return curlev_start(cv, url, curlev_headers(headers), body, 0,
+	    connect_ms, total_ms, done, arg);
 }
 
 struct curlev_xfer *
 curlev_post_borrowed(struct curlev *cv, const char *url,
-    const char *const *headers, const char *body, long connect_ms,
+    const struct curl_slist *headers, const char *body, long connect_ms,
     long total_ms, curlev_post_cb *done, void *arg)
 {
-	return curlev_start(cv, url, headers, body, 0, connect_ms, total_ms,
-	    done, arg);
+	return curlev_start(cv, url, (struct curl_slist *)headers, body, 1,
+	    connect_ms, total_ms, done, arg);
 }
 
 void

@@ -54,7 +54,7 @@ struct llm {
 	struct curlev		*cv;
 	struct llm_params	 p;
 	char			*url;
-	char			*auth;
+	struct curl_slist	*hdrs;		/* of every request: the key */
 	char			*model;
 	int			 public_api;
 	enum breaker		 breaker;
@@ -147,11 +147,12 @@ llm_now(struct llm *l)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Endpoint URL and auth header for the provider. */
+/* Endpoint URL and request headers (the key's too) for the provider. */
 static int
 llm_endpoint(struct llm *l)
 {
-	const char	*base = l->p.base_url;
+	const char	*base = l->p.base_url, *hdrs[4];
+	char		*auth;
 	size_t		 n;
 	int		 rc;
 
@@ -167,10 +168,21 @@ llm_endpoint(struct llm *l)
 	    "/v1/messages");
 	if (rc == -1)
 		return -1;
-	rc = asprintf(&l->auth, l->p.provider == LLM_OPENAI ?
+	rc = asprintf(&auth, l->p.provider == LLM_OPENAI ?
 	    "Authorization: Bearer %s" : "x-api-key: %s",
 	    l->p.api_key ? l->p.api_key : "");
-	return rc == -1 ? -1 : 0;
+	if (rc == -1)
+		return -1;
+	/* One list for every request (curl borrows it). */
+	hdrs[0] = auth;
+	hdrs[1] = "Content-Type: application/json";
+	hdrs[2] = l->p.provider == LLM_ANTHROPIC ?
+	    "anthropic-version: 2023-06-01" : NULL;
+	hdrs[3] = NULL;
+	l->hdrs = curlev_headers(hdrs);
+	explicit_bzero(auth, strlen(auth));
+	free(auth);
+	return l->hdrs == NULL ? -1 : 0;
 }
 
 struct llm *
@@ -261,15 +273,16 @@ call_free(struct llm_call *t)
 void
 llm_free(struct llm *l)
 {
-	struct llm_call	*t;
+	struct llm_call		*t;
+	struct curl_slist	*h;
 
 	if (l == NULL)
 		return;
 	while ((t = TAILQ_FIRST(&l->turns)) != NULL)
 		call_free(t);
-	if (l->auth != NULL)
-		explicit_bzero(l->auth, strlen(l->auth));
-	free(l->auth);
+	for (h = l->hdrs; h != NULL; h = h->next)
+		explicit_bzero(h->data, strlen(h->data));
+	curl_slist_free_all(l->hdrs);
 	free(l->url);
 	free(l->model);
 	free(l);
@@ -303,12 +316,36 @@ call_schedule(struct llm_call *t, enum call_phase phase, long ms)
 	evtimer_add(t->ev, &tv);
 }
 
+/* The turn's result, made on the first answer or at the end: thousands
+ * of turns wait for the model at once. NULL: out of memory. */
+static struct llm_result *
+call_res(struct llm_call *t)
+{
+	struct llm_result	*r;
+
+	if (t->res != NULL)
+		return t->res;
+	if ((r = calloc(1, sizeof *r)) == NULL)
+		return NULL;
+	if ((r->text = strdup("")) == NULL) {
+		free(r);
+		return NULL;
+	}
+	r->provider = llm_provider_name(t->l->p.provider);
+	snprintf(r->model, sizeof r->model, "%s", t->l->model);
+	return t->res = r;
+}
+
 /* End the turn: done is called from the loop, then the turn is freed. */
 static void
 call_finish(struct llm_call *t, enum llm_err cls, const char *why)
 {
 	struct timespec	now;
 
+	if (call_res(t) == NULL) {
+		call_schedule(t, PHASE_FINISH, 0);	/* done gets NULL */
+		return;
+	}
 	if (cls != LLM_ERR_NONE) {
 		t->res->ok = 0;
 		t->res->err.cls = cls;
@@ -553,10 +590,15 @@ static void
 call_on_http(const struct curlev_resp *r, void *arg)
 {
 	struct llm_call		*t = arg;
-	struct llm_error	*err = &t->res->err;
+	struct llm_error	*err;
 	double			 secs;
 
 	t->xfer = NULL;
+	if (call_res(t) == NULL) {
+		call_finish(t, LLM_ERR_INTERNAL, "out of memory");
+		return;
+	}
+	err = &t->res->err;
 	t->res->attempts++;
 	secs = llm_secs() - t->sent;
 	memset(err, 0, sizeof *err);
@@ -599,11 +641,11 @@ static void
 call_request(struct llm_call *t)
 {
 	struct llm	*l = t->l;
-	const char	*hdrs[4];
 
 	if (!breaker_allow(l, t)) {
 		llm_observe(l, LLM_ERR_BREAKER_OPEN, -1, 0, 0);
-		t->res->err.http_status = 0;
+		if (t->res != NULL)
+			t->res->err.http_status = 0;
 		call_finish(t, LLM_ERR_BREAKER_OPEN, "circuit breaker open");
 		return;
 	}
@@ -612,12 +654,7 @@ call_request(struct llm_call *t)
 		call_schedule(t, PHASE_OFFLINE, 0);
 		return;
 	}
-	hdrs[0] = l->auth;
-	hdrs[1] = "Content-Type: application/json";
-	hdrs[2] = l->p.provider == LLM_ANTHROPIC ?
-	    "anthropic-version: 2023-06-01" : NULL;
-	hdrs[3] = NULL;
-	t->xfer = curlev_post_borrowed(l->cv, l->url, hdrs, t->body,
+	t->xfer = curlev_post_borrowed(l->cv, l->url, l->hdrs, t->body,
 	    l->p.connect_timeout_ms, l->p.timeout_ms, call_on_http, t);
 	if (t->xfer == NULL)
 		call_finish(t, LLM_ERR_INTERNAL, "cannot start request");
@@ -790,14 +827,10 @@ llm_turn_start(struct llm *l, const struct llm_request *req,
 	t->arg = arg;
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
 	t->mode = strdup(req->mode ? req->mode : "");
-	t->res = calloc(1, sizeof *t->res);
 	t->ev = evtimer_new(curlev_base(l->cv), call_timer_cb, t);
-	if (t->mode == NULL || t->res == NULL ||
-	    t->ev == NULL || call_copy_allowed(t, req) == -1 ||
-	    (t->res->text = strdup("")) == NULL)
+	if (t->mode == NULL || t->ev == NULL ||
+	    call_copy_allowed(t, req) == -1)
 		goto fail;
-	t->res->provider = llm_provider_name(l->p.provider);
-	snprintf(t->res->model, sizeof t->res->model, "%s", l->model);
 	msgs = llm_wire_messages(l->p.provider, req->system, req->msgs,
 	    req->nmsgs);
 	tools = llm_wire_tools(l->p.provider, req->tools, req->ntools, &bad);

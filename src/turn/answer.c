@@ -612,7 +612,9 @@ answer_llm_done(struct llm_result *r, void *arg)
 	struct turn	*t = arg;
 
 	metrics_turn_step(MT_LLM, t->mt_mark);
-	if (!t->finished) {
+	if (r == NULL)
+		job_fail(t, "out of memory");
+	else if (!t->finished) {
 		answer_audit_llm(t, r);
 		answer_note_calls(t, r);
 		if (!r->ok)
