@@ -350,7 +350,6 @@ turn_decide(const struct ruleset *rs, const struct turn_input *in,
 	p->set.reserva = -1;
 	p->was_objection = in->conv.objection_at != 0;
 	p->was_reserva = in->conv.reserva_confirmada;
-	turn_today(in->now_ms, p->today, sizeof p->today);
 	for (i = 0; i < in->nmsgs; i++)
 		turn_message(rs, in, p, &in->msgs[i], &p->msgs[i], &blocked,
 		    &answer, &ask_text);

@@ -162,7 +162,6 @@ struct turn_plan {
 	bool			 bridge_consent; /* the doctor agreed this turn */
 	bool			 was_objection;	/* as claimed: objection open */
 	bool			 was_reserva;	/* as claimed: booking confirmed */
-	char			 today[128];	/* the turn's date, for the prompt */
 };
 
 /* Decide the turn. Borrows rs and in (strings of in are referenced by the

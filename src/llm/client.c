@@ -30,7 +30,7 @@ struct llm_call {
 	 * model is awaited, thousands of turns at once; curl borrows it. */
 	char			*body;
 	char			*mode;
-	char			**allowed;
+	char			**allowed;	/* the names after them */
 	size_t			 nallowed;
 	struct llm_tool_ops	 ops;
 	llm_done_fn		*done;
@@ -251,8 +251,6 @@ call_clear_round(struct llm_call *t)
 static void
 call_free(struct llm_call *t)
 {
-	size_t	i;
-
 	TAILQ_REMOVE(&t->l->turns, t, entry);
 	t->l->nturns--;
 	if (t->probe)
@@ -261,8 +259,6 @@ call_free(struct llm_call *t)
 	if (t->ev != NULL)
 		event_free(t->ev);
 	call_clear_round(t);
-	for (i = 0; i < t->nallowed; i++)
-		free(t->allowed[i]);
 	free(t->allowed);
 	free(t->body);
 	free(t->mode);
@@ -791,21 +787,27 @@ call_next_tool(struct llm_call *t)
 	call_request(t);
 }
 
-/* Copy the allow-list names of req into t. */
+/* Copy the allow-list names of req into t, in one block. */
 static int
 call_copy_allowed(struct llm_call *t, const struct llm_request *req)
 {
-	size_t	i;
+	size_t	 i, len = 0;
+	char	*p;
 
 	if (req->ntools == 0)
 		return 0;
-	if ((t->allowed = calloc(req->ntools, sizeof *t->allowed)) == NULL)
+	for (i = 0; i < req->ntools; i++)
+		len += strlen(req->tools[i].name) + 1;
+	if ((t->allowed = malloc(req->ntools * sizeof *t->allowed +
+	    len)) == NULL)
 		return -1;
+	p = (char *)(t->allowed + req->ntools);
 	for (i = 0; i < req->ntools; i++) {
-		if ((t->allowed[i] = strdup(req->tools[i].name)) == NULL)
-			return -1;
-		t->nallowed++;
+		len = strlen(req->tools[i].name) + 1;
+		t->allowed[i] = memcpy(p, req->tools[i].name, len);
+		p += len;
 	}
+	t->nallowed = req->ntools;
 	return 0;
 }
 

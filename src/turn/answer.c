@@ -192,8 +192,10 @@ static const char *
 answer_system(struct turn *t)
 {
 	static char	buf[TURN_SYSTEM_MAX];
+	char		today[128];
 
 	buf[0] = '\0';
+	turn_today(t->plan.now_ms, today, sizeof today);
 	cat(buf, sizeof buf, t->w->persona);
 	if (t->plan.constraints[0] != '\0') {
 		cat(buf, sizeof buf, GATE_SEPARATOR);
@@ -201,7 +203,7 @@ answer_system(struct turn *t)
 	}
 	cat(buf, sizeof buf, GATE_SEPARATOR);
 	cat(buf, sizeof buf, "## DATA E HORA\n");
-	cat(buf, sizeof buf, t->plan.today);
+	cat(buf, sizeof buf, today);
 	cat(buf, sizeof buf, " Use datas no formato AAAA-MM-DD "
 	    "nas ferramentas (buscar_vagas aceita data_de e data_ate).\n");
 	cat(buf, sizeof buf, GATE_SEPARATOR);
