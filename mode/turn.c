@@ -350,7 +350,6 @@ turn_decide(const struct ruleset *rs, const struct turn_input *in,
 	p->set.reserva = -1;
 	p->was_objection = in->conv.objection_at != 0;
 	p->was_reserva = in->conv.reserva_confirmada;
-	turn_today(in->now_ms, p->today, sizeof p->today);
 	for (i = 0; i < in->nmsgs; i++)
 		turn_message(rs, in, p, &in->msgs[i], &p->msgs[i], &blocked,
 		    &answer, &ask_text);
@@ -391,10 +390,27 @@ turn_plan_free(struct turn_plan *p)
 {
 	free(p->msgs);
 	free(p->constraints);
+	free(p->event);
+	p->event = NULL;
 	p->msgs = NULL;
 	p->nmsgs = 0;
 	p->constraints = NULL;
 	p->policy_constraints = "";
+}
+
+void
+turn_plan_forget(struct turn_plan *p)
+{
+	/* An objection opened points into its message's evidence; what is
+	 * read of it from now on is only that it was opened. */
+	if (p->set.objection != NULL)
+		p->set.objection = "objeção";
+	free(p->msgs);
+	p->msgs = NULL;
+	p->nmsgs = 0;
+	p->policy_constraints = "";
+	free(p->constraints);
+	p->constraints = NULL;
 }
 
 bool
@@ -411,8 +427,9 @@ turn_event(const struct ruleset *rs, struct turn_plan *p,
 	struct router_result	 r;
 	struct turn_route	*tr;
 
-	if (p->flag == TURN_FLAG_OFF ||
-	    p->nevents == sizeof p->events / sizeof p->events[0])
+	if (p->flag == TURN_FLAG_OFF || p->nevents == TURN_EVENTS_MAX ||
+	    (p->event == NULL &&
+	    (p->event = calloc(1, sizeof *p->event)) == NULL))
 		return NULL;
 	memset(&rin, 0, sizeof rin);
 	rin.intent = -1;
@@ -420,7 +437,8 @@ turn_event(const struct ruleset *rs, struct turn_plan *p,
 	rin.manual_target = -1;
 	rin.now_ms = p->now_ms;
 	router_route(rs->matrix, &p->st, &rin, &r);
-	tr = &p->events[p->nevents++];
+	tr = p->event;
+	p->nevents++;
 	turn_apply(p, tr, &r, NULL);
 	/* The reply was written under the prompt's mode: guard both. */
 	p->guard_modes |= 1u << p->st.mode;

@@ -105,6 +105,7 @@ struct turn_msg_plan {
 };
 
 #define TURN_FUNNEL_MAX	8
+#define TURN_EVENTS_MAX	4
 
 struct turn_funnel {
 	const char	*status;	/* funnel_events.status */
@@ -141,8 +142,10 @@ struct turn_plan {
 	struct turn_changes	 set;
 	struct turn_funnel	 funnel[TURN_FUNNEL_MAX];
 	size_t			 nfunnel;
-	struct turn_route	 events[4];	/* routes on mid-turn events */
-	size_t			 nevents;
+	struct turn_route	*event;		/* the last mid-turn event's
+						 * route (made on the first:
+						 * turn_plan_free) */
+	size_t			 nevents;	/* at most TURN_EVENTS_MAX */
 	/* The reply. */
 	enum turn_reply		 reply;
 	const char		*canned;	/* REPLY_CANNED: messages.json key */
@@ -150,7 +153,8 @@ struct turn_plan {
 	bool			 mark_read;
 	/* REPLY_LLM: what the LLM gets. */
 	const char		*policy_constraints;	/* in msgs' policy */
-	char			*constraints;	/* REPLY_LLM (else NULL) */
+	char			*constraints;	/* REPLY_LLM (else NULL);
+						 * NULL after turn_plan_forget */
 	enum mode		 prompt_mode;	/* the mode the prompt is for */
 	unsigned		 tools_allowed;	/* layer 1 of prompt_mode */
 	unsigned		 tools_offered;	/* = allowed unless flag off/shadow */
@@ -158,7 +162,6 @@ struct turn_plan {
 	bool			 bridge_consent; /* the doctor agreed this turn */
 	bool			 was_objection;	/* as claimed: objection open */
 	bool			 was_reserva;	/* as claimed: booking confirmed */
-	char			 today[128];	/* the turn's date, for the prompt */
 };
 
 /* Decide the turn. Borrows rs and in (strings of in are referenced by the
@@ -167,14 +170,21 @@ int	turn_decide(const struct ruleset *, const struct turn_input *,
 	    struct turn_plan *) MG_MUSTCHECK;
 void	turn_plan_free(struct turn_plan *);
 
+/* Let the parts of a plan read only at the turn's start go: the messages
+ * (their rows encoded, the transcript taken) and the constraints (in the
+ * request). A plan waits for the LLM, thousands at once, and turn_event,
+ * turn_guard and turn_tool_refusal need neither. */
+void	turn_plan_forget(struct turn_plan *);
+
 /* Does a claimed message belong in the LLM's transcript? (young enough,
  * and text or a type asked to be text) */
 bool	turn_in_transcript(const struct turn_msg_plan *);
 
 /* A mid-turn event (a bridge made by a tool): route again from the
  * plan's state; the reply stays guarded against the prompt's mode too.
- * Returns the route recorded in plan->events, or NULL when the flag is
- * off (nothing routes) or the list is full. */
+ * Returns the route, in plan->event until the next event, or NULL when
+ * the flag is off (nothing routes), TURN_EVENTS_MAX were routed or
+ * memory ran out (the plan unchanged). */
 const struct turn_route *turn_event(const struct ruleset *,
 	    struct turn_plan *, enum router_event);
 

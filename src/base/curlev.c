@@ -33,7 +33,8 @@ struct curlev_xfer {
 	char			*buf;
 	size_t			 len, cap;
 	int			 overflow;
-	struct curlev_resp	 resp;
+	struct curlev_resp	*resp;		/* on the first header: a
+						 * transfer waits without */
 	char			 errbuf[CURL_ERROR_SIZE];
 	struct timespec		 start;
 	curlev_post_cb		*done;
@@ -202,9 +203,12 @@ static size_t
 curlev_header_fn(char *p, size_t size, size_t n, void *arg)
 {
 	struct curlev_xfer	*x = arg;
-	struct curlev_resp	*r = &x->resp;
+	struct curlev_resp	*r;
 	size_t			 len = size * n;
 
+	if (x->resp == NULL && (x->resp = calloc(1, sizeof *x->resp)) == NULL)
+		return 0;
+	r = x->resp;
 	curlev_header_pick(p, len, "retry-after", r->retry_after,
 	    sizeof r->retry_after);
 	curlev_header_pick(p, len, "retry-after-ms", r->retry_after_ms,
@@ -227,6 +231,7 @@ curlev_xfer_free(struct curlev_xfer *x)
 	curl_easy_cleanup(x->easy);
 	curl_slist_free_all(x->hdrs);
 	free(x->buf);
+	free(x->resp);
 	free(x);
 }
 
@@ -234,23 +239,28 @@ curlev_xfer_free(struct curlev_xfer *x)
 static void
 curlev_finish(struct curlev_xfer *x, CURLcode code)
 {
-	struct curlev	*cv = x->cv;
-	long		 status = 0;
+	struct curlev		*cv = x->cv;
+	struct curlev_resp	 r;
+	long			 status = 0;
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_multi_remove_handle(cv->multi, x->easy);
 	TAILQ_REMOVE(&cv->xfers, x, entry);
 	cv->n--;
-	x->resp.code = x->overflow ? CURLE_FILESIZE_EXCEEDED : code;
-	if (x->resp.code != CURLE_OK)
-		snprintf(x->resp.error, sizeof x->resp.error, "%s",
+	if (x->resp != NULL)
+		r = *x->resp;
+	else
+		memset(&r, 0, sizeof r);
+	r.code = x->overflow ? CURLE_FILESIZE_EXCEEDED : code;
+	if (r.code != CURLE_OK)
+		snprintf(r.error, sizeof r.error, "%s",
 		    x->errbuf[0] != '\0' && !x->overflow ? x->errbuf :
-		    curl_easy_strerror(x->resp.code));
-	x->resp.status = code == CURLE_OK ? status : 0;
-	x->resp.body = x->buf != NULL ? x->buf : "";
-	x->resp.len = x->len;
-	x->resp.elapsed_ms = curlev_elapsed(&x->start);
-	x->done(&x->resp, x->arg);
+		    curl_easy_strerror(r.code));
+	r.status = code == CURLE_OK ? status : 0;
+	r.body = x->buf != NULL ? x->buf : "";
+	r.len = x->len;
+	r.elapsed_ms = curlev_elapsed(&x->start);
+	x->done(&r, x->arg);
 	curlev_xfer_free(x);
 }
 
@@ -333,7 +343,8 @@ curlev_pending(struct curlev *cv)
 
 /* Set the options every POST shares. */
 static void
-curlev_setopts(struct curlev_xfer *x, const char *url, const char *body,
+curlev_setopts(struct curlev_xfer *x, const char *url,
+    const struct curl_slist *hdrs, const char *body, int copy,
     long connect_ms, long total_ms)
 {
 	CURL	*e = x->easy;
@@ -341,8 +352,9 @@ curlev_setopts(struct curlev_xfer *x, const char *url, const char *body,
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, body);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+	curl_easy_setopt(e, copy ? CURLOPT_COPYPOSTFIELDS : CURLOPT_POSTFIELDS,
+	    body);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, (struct curl_slist *)hdrs);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, curlev_write_fn);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, curlev_header_fn);
@@ -363,31 +375,47 @@ curlev_setopts(struct curlev_xfer *x, const char *url, const char *body,
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, total_ms);
 }
 
-struct curlev_xfer *
-curlev_post(struct curlev *cv, const char *url, const char *const *headers,
-    const char *body, long connect_ms, long total_ms, curlev_post_cb *done,
-    void *arg)
+struct curl_slist *
+curlev_headers(const char *const *headers)
 {
-	struct curlev_xfer	*x;
-	struct curl_slist	*l;
+	struct curl_slist	*h, *l;
 	size_t			 i;
 
-	if ((x = calloc(1, sizeof *x)) == NULL)
+	/* No "Expect: 100-continue" round trip on larger bodies. */
+	if ((h = curl_slist_append(NULL, "Expect:")) == NULL)
 		return NULL;
+	for (i = 0; headers != NULL && headers[i] != NULL; i++) {
+		if ((l = curl_slist_append(h, headers[i])) == NULL) {
+			curl_slist_free_all(h);
+			return NULL;
+		}
+		h = l;
+	}
+	return h;
+}
+
+/* Start a POST with the header list hdrs (owned unless borrowed; NULL:
+ * out of memory) and body (copied unless borrowed). */
+static struct curlev_xfer *
+curlev_start(struct curlev *cv, const char *url, struct curl_slist *hdrs,
+    const char *body, int borrowed, long connect_ms, long total_ms,
+    curlev_post_cb *done, void *arg)
+{
+	struct curlev_xfer	*x;
+
+	if ((x = calloc(1, sizeof *x)) == NULL) {
+		if (!borrowed)
+			curl_slist_free_all(hdrs);
+		return NULL;
+	}
 	x->cv = cv;
 	x->done = done;
 	x->arg = arg;
-	if ((x->easy = curl_easy_init()) == NULL)
+	if (!borrowed)
+		x->hdrs = hdrs;
+	if (hdrs == NULL || (x->easy = curl_easy_init()) == NULL)
 		goto fail;
-	/* No "Expect: 100-continue" round trip on larger bodies. */
-	if ((x->hdrs = curl_slist_append(NULL, "Expect:")) == NULL)
-		goto fail;
-	for (i = 0; headers != NULL && headers[i] != NULL; i++) {
-		if ((l = curl_slist_append(x->hdrs, headers[i])) == NULL)
-			goto fail;
-		x->hdrs = l;
-	}
-	curlev_setopts(x, url, body, connect_ms, total_ms);
+	curlev_setopts(x, url, hdrs, body, !borrowed, connect_ms, total_ms);
 	clock_gettime(CLOCK_MONOTONIC, &x->start);
 	if (curl_multi_add_handle(cv->multi, x->easy) != CURLM_OK)
 		goto fail;
@@ -400,6 +428,24 @@ fail:
 	curl_slist_free_all(x->hdrs);
 	free(x);
 	return NULL;
+}
+
+struct curlev_xfer *
+curlev_post(struct curlev *cv, const char *url, const char *const *headers,
+    const char *body, long connect_ms, long total_ms, curlev_post_cb *done,
+    void *arg)
+{
+	return curlev_start(cv, url, curlev_headers(headers), body, 0,
+	    connect_ms, total_ms, done, arg);
+}
+
+struct curlev_xfer *
+curlev_post_borrowed(struct curlev *cv, const char *url,
+    const struct curl_slist *headers, const char *body, long connect_ms,
+    long total_ms, curlev_post_cb *done, void *arg)
+{
+	return curlev_start(cv, url, (struct curl_slist *)headers, body, 1,
+	    connect_ms, total_ms, done, arg);
 }
 
 void

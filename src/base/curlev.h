@@ -61,6 +61,18 @@ struct curlev_xfer *curlev_post(struct curlev *, const char *url,
 		    long connect_ms, long total_ms, curlev_post_cb *done,
 		    void *arg);
 
+/* The header list curlev_post makes of headers ("Expect:" first), for
+ * curlev_post_borrowed; NULL on failure. Free with curl_slist_free_all. */
+struct curl_slist *curlev_headers(const char *const *headers);
+
+/* The same, the header list (curlev_headers) and body borrowed: they must
+ * stay as they are until done is called or the transfer is cancelled (LLM
+ * requests: thousands wait at once, and a copy of each was 3 KB). */
+struct curlev_xfer *curlev_post_borrowed(struct curlev *, const char *url,
+		    const struct curl_slist *headers, const char *body,
+		    long connect_ms, long total_ms, curlev_post_cb *done,
+		    void *arg);
+
 /* Stop a transfer whose callback has not run yet; done is not called. */
 void		 curlev_cancel(struct curlev_xfer *);
 

@@ -25,11 +25,12 @@ enum breaker { BREAKER_CLOSED, BREAKER_OPEN, BREAKER_HALF_OPEN };
 struct llm_call {
 	TAILQ_ENTRY(llm_call)	 entry;
 	struct llm		*l;
-	json_object		*messages;
-	json_object		*tools;
-	char			*system;
+	/* The request as sent (and sent again on a retry): the system
+	 * prompt, the transcript, the tools. The only copy kept while the
+	 * model is awaited, thousands of turns at once; curl borrows it. */
+	char			*body;
 	char			*mode;
-	char			**allowed;
+	char			**allowed;	/* the names after them */
 	size_t			 nallowed;
 	struct llm_tool_ops	 ops;
 	llm_done_fn		*done;
@@ -37,7 +38,6 @@ struct llm_call {
 	struct event		*ev;
 	enum call_phase		 phase;
 	struct curlev_xfer	*xfer;
-	char			*offline_body;
 	int			 attempt;	/* retries in this model call */
 	int			 probe;		/* this call is the breaker probe */
 	struct timespec		 start;
@@ -54,7 +54,7 @@ struct llm {
 	struct curlev		*cv;
 	struct llm_params	 p;
 	char			*url;
-	char			*auth;
+	struct curl_slist	*hdrs;		/* of every request: the key */
 	char			*model;
 	int			 public_api;
 	enum breaker		 breaker;
@@ -147,11 +147,12 @@ llm_now(struct llm *l)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Endpoint URL and auth header for the provider. */
+/* Endpoint URL and request headers (the key's too) for the provider. */
 static int
 llm_endpoint(struct llm *l)
 {
-	const char	*base = l->p.base_url;
+	const char	*base = l->p.base_url, *hdrs[4];
+	char		*auth;
 	size_t		 n;
 	int		 rc;
 
@@ -167,10 +168,21 @@ llm_endpoint(struct llm *l)
 	    "/v1/messages");
 	if (rc == -1)
 		return -1;
-	rc = asprintf(&l->auth, l->p.provider == LLM_OPENAI ?
+	rc = asprintf(&auth, l->p.provider == LLM_OPENAI ?
 	    "Authorization: Bearer %s" : "x-api-key: %s",
 	    l->p.api_key ? l->p.api_key : "");
-	return rc == -1 ? -1 : 0;
+	if (rc == -1)
+		return -1;
+	/* One list for every request (curl borrows it). */
+	hdrs[0] = auth;
+	hdrs[1] = "Content-Type: application/json";
+	hdrs[2] = l->p.provider == LLM_ANTHROPIC ?
+	    "anthropic-version: 2023-06-01" : NULL;
+	hdrs[3] = NULL;
+	l->hdrs = curlev_headers(hdrs);
+	explicit_bzero(auth, strlen(auth));
+	free(auth);
+	return l->hdrs == NULL ? -1 : 0;
 }
 
 struct llm *
@@ -215,6 +227,7 @@ llm_result_free(struct llm_result *r)
 	}
 	free(r->calls);
 	free(r->text);
+	free(r->system);
 	free(r);
 }
 
@@ -238,8 +251,6 @@ call_clear_round(struct llm_call *t)
 static void
 call_free(struct llm_call *t)
 {
-	size_t	i;
-
 	TAILQ_REMOVE(&t->l->turns, t, entry);
 	t->l->nturns--;
 	if (t->probe)
@@ -248,14 +259,9 @@ call_free(struct llm_call *t)
 	if (t->ev != NULL)
 		event_free(t->ev);
 	call_clear_round(t);
-	json_object_put(t->messages);
-	json_object_put(t->tools);
-	for (i = 0; i < t->nallowed; i++)
-		free(t->allowed[i]);
 	free(t->allowed);
-	free(t->system);
+	free(t->body);
 	free(t->mode);
-	free(t->offline_body);
 	llm_result_free(t->res);
 	free(t);
 }
@@ -263,15 +269,16 @@ call_free(struct llm_call *t)
 void
 llm_free(struct llm *l)
 {
-	struct llm_call	*t;
+	struct llm_call		*t;
+	struct curl_slist	*h;
 
 	if (l == NULL)
 		return;
 	while ((t = TAILQ_FIRST(&l->turns)) != NULL)
 		call_free(t);
-	if (l->auth != NULL)
-		explicit_bzero(l->auth, strlen(l->auth));
-	free(l->auth);
+	for (h = l->hdrs; h != NULL; h = h->next)
+		explicit_bzero(h->data, strlen(h->data));
+	curl_slist_free_all(l->hdrs);
 	free(l->url);
 	free(l->model);
 	free(l);
@@ -305,12 +312,36 @@ call_schedule(struct llm_call *t, enum call_phase phase, long ms)
 	evtimer_add(t->ev, &tv);
 }
 
+/* The turn's result, made on the first answer or at the end: thousands
+ * of turns wait for the model at once. NULL: out of memory. */
+static struct llm_result *
+call_res(struct llm_call *t)
+{
+	struct llm_result	*r;
+
+	if (t->res != NULL)
+		return t->res;
+	if ((r = calloc(1, sizeof *r)) == NULL)
+		return NULL;
+	if ((r->text = strdup("")) == NULL) {
+		free(r);
+		return NULL;
+	}
+	r->provider = llm_provider_name(t->l->p.provider);
+	snprintf(r->model, sizeof r->model, "%s", t->l->model);
+	return t->res = r;
+}
+
 /* End the turn: done is called from the loop, then the turn is freed. */
 static void
 call_finish(struct llm_call *t, enum llm_err cls, const char *why)
 {
 	struct timespec	now;
 
+	if (call_res(t) == NULL) {
+		call_schedule(t, PHASE_FINISH, 0);	/* done gets NULL */
+		return;
+	}
 	if (cls != LLM_ERR_NONE) {
 		t->res->ok = 0;
 		t->res->err.cls = cls;
@@ -323,6 +354,8 @@ call_finish(struct llm_call *t, enum llm_err cls, const char *why)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	t->res->latency_ms = (now.tv_sec - t->start.tv_sec) * 1000 +
 	    (now.tv_nsec - t->start.tv_nsec) / 1000000;
+	free(t->res->system);
+	t->res->system = llm_wire_system(t->l->p.provider, t->body);
 	call_schedule(t, PHASE_FINISH, 0);
 }
 
@@ -457,6 +490,34 @@ call_record_calls(struct llm_call *t)
 	return 0;
 }
 
+/*
+ * Append the model's answer to the request's transcript, and the results
+ * of this round's tool calls after tool use. The body is read back: no
+ * other copy of the transcript is kept. -1: out of memory.
+ */
+static int
+call_extend(struct llm_call *t, int with_results)
+{
+	json_object	*o, *msgs;
+	char		*body = NULL;
+
+	o = llm_json_strict(t->body, strlen(t->body));
+	if (o != NULL && json_object_object_get_ex(o, "messages", &msgs)) {
+		json_object_array_add(msgs, json_object_get(t->resp.assistant));
+		if (with_results)
+			llm_wire_results(t->l->p.provider, msgs, &t->resp,
+			    t->results, t->is_error);
+		body = strdup(json_object_to_json_string_ext(o,
+		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	}
+	json_object_put(o);
+	if (body == NULL)
+		return -1;
+	free(t->body);
+	t->body = body;
+	return 0;
+}
+
 /* A model answer arrived: apply the ending rules of reference/llm.md. */
 static void
 call_on_answer(struct llm_call *t)
@@ -468,7 +529,7 @@ call_on_answer(struct llm_call *t)
 	res->stop = w->stop;
 	res->input_tokens += w->in_tok;
 	res->output_tokens += w->out_tok;
-	if (w->model[0] != '\0')
+	if (w->model != NULL && w->model[0] != '\0')
 		snprintf(res->model, sizeof res->model, "%s", w->model);
 	free(res->text);
 	res->text = strdup(w->text);
@@ -484,8 +545,6 @@ call_on_answer(struct llm_call *t)
 			call_finish(t, LLM_ERR_ROUNDS, "tool loop limit reached");
 			return;
 		}
-		json_object_array_add(t->messages,
-		    json_object_get(w->assistant));
 		t->results = calloc(w->ncalls, sizeof *t->results);
 		t->is_error = calloc(w->ncalls, sizeof *t->is_error);
 		if (t->results == NULL || t->is_error == NULL) {
@@ -499,8 +558,10 @@ call_on_answer(struct llm_call *t)
 			call_finish(t, LLM_ERR_ROUNDS, "paused too often");
 			return;
 		}
-		json_object_array_add(t->messages,
-		    json_object_get(w->assistant));
+		if (call_extend(t, 0) == -1) {
+			call_finish(t, LLM_ERR_INTERNAL, "out of memory");
+			return;
+		}
 		llm_wire_resp_clear(w);
 		t->attempt = 0;
 		call_request(t);
@@ -525,10 +586,15 @@ static void
 call_on_http(const struct curlev_resp *r, void *arg)
 {
 	struct llm_call		*t = arg;
-	struct llm_error	*err = &t->res->err;
+	struct llm_error	*err;
 	double			 secs;
 
 	t->xfer = NULL;
+	if (call_res(t) == NULL) {
+		call_finish(t, LLM_ERR_INTERNAL, "out of memory");
+		return;
+	}
+	err = &t->res->err;
 	t->res->attempts++;
 	secs = llm_secs() - t->sent;
 	memset(err, 0, sizeof *err);
@@ -571,37 +637,21 @@ static void
 call_request(struct llm_call *t)
 {
 	struct llm	*l = t->l;
-	const char	*hdrs[4];
-	char		*body;
 
 	if (!breaker_allow(l, t)) {
 		llm_observe(l, LLM_ERR_BREAKER_OPEN, -1, 0, 0);
-		t->res->err.http_status = 0;
+		if (t->res != NULL)
+			t->res->err.http_status = 0;
 		call_finish(t, LLM_ERR_BREAKER_OPEN, "circuit breaker open");
-		return;
-	}
-	body = llm_wire_body(l->p.provider, l->model, l->p.max_tokens,
-	    l->p.temperature,
-	    l->public_api, t->system, t->messages, t->tools);
-	if (body == NULL) {
-		call_finish(t, LLM_ERR_INTERNAL, "cannot build request");
 		return;
 	}
 	t->sent = llm_secs();
 	if (l->p.provider == LLM_OFFLINE) {
-		free(t->offline_body);
-		t->offline_body = body;
 		call_schedule(t, PHASE_OFFLINE, 0);
 		return;
 	}
-	hdrs[0] = l->auth;
-	hdrs[1] = "Content-Type: application/json";
-	hdrs[2] = l->p.provider == LLM_ANTHROPIC ?
-	    "anthropic-version: 2023-06-01" : NULL;
-	hdrs[3] = NULL;
-	t->xfer = curlev_post(l->cv, l->url, hdrs, body,
+	t->xfer = curlev_post_borrowed(l->cv, l->url, l->hdrs, t->body,
 	    l->p.connect_timeout_ms, l->p.timeout_ms, call_on_http, t);
-	free(body);
 	if (t->xfer == NULL)
 		call_finish(t, LLM_ERR_INTERNAL, "cannot start request");
 }
@@ -614,7 +664,7 @@ call_offline(struct llm_call *t)
 	char			*answer;
 
 	memset(&r, 0, sizeof r);
-	answer = llm_offline_respond(t->offline_body, t->mode);
+	answer = llm_offline_respond(t->body, t->mode);
 	r.code = CURLE_OK;
 	r.status = answer != NULL ? 200 : 500;
 	r.body = answer != NULL ? answer : "";
@@ -729,27 +779,35 @@ call_next_tool(struct llm_call *t)
 		if (t->waiting)
 			return;
 	}
-	llm_wire_results(t->l->p.provider, t->messages, &t->resp, t->results,
-	    t->is_error);
+	if (call_extend(t, 1) == -1) {
+		call_finish(t, LLM_ERR_INTERNAL, "out of memory");
+		return;
+	}
 	call_clear_round(t);
 	call_request(t);
 }
 
-/* Copy the allow-list names of req into t. */
+/* Copy the allow-list names of req into t, in one block. */
 static int
 call_copy_allowed(struct llm_call *t, const struct llm_request *req)
 {
-	size_t	i;
+	size_t	 i, len = 0;
+	char	*p;
 
 	if (req->ntools == 0)
 		return 0;
-	if ((t->allowed = calloc(req->ntools, sizeof *t->allowed)) == NULL)
+	for (i = 0; i < req->ntools; i++)
+		len += strlen(req->tools[i].name) + 1;
+	if ((t->allowed = malloc(req->ntools * sizeof *t->allowed +
+	    len)) == NULL)
 		return -1;
+	p = (char *)(t->allowed + req->ntools);
 	for (i = 0; i < req->ntools; i++) {
-		if ((t->allowed[i] = strdup(req->tools[i].name)) == NULL)
-			return -1;
-		t->nallowed++;
+		len = strlen(req->tools[i].name) + 1;
+		t->allowed[i] = memcpy(p, req->tools[i].name, len);
+		p += len;
 	}
+	t->nallowed = req->ntools;
 	return 0;
 }
 
@@ -758,6 +816,7 @@ llm_turn_start(struct llm *l, const struct llm_request *req,
     const struct llm_tool_ops *ops, llm_done_fn *done, void *arg)
 {
 	struct llm_call	*t;
+	json_object	*msgs, *tools;
 	int		 bad = 0;
 
 	if ((t = calloc(1, sizeof *t)) == NULL)
@@ -769,20 +828,21 @@ llm_turn_start(struct llm *l, const struct llm_request *req,
 	t->done = done;
 	t->arg = arg;
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
-	t->system = strdup(req->system ? req->system : "");
 	t->mode = strdup(req->mode ? req->mode : "");
-	t->res = calloc(1, sizeof *t->res);
 	t->ev = evtimer_new(curlev_base(l->cv), call_timer_cb, t);
-	if (t->system == NULL || t->mode == NULL || t->res == NULL ||
-	    t->ev == NULL || call_copy_allowed(t, req) == -1 ||
-	    (t->res->text = strdup("")) == NULL)
+	if (t->mode == NULL || t->ev == NULL ||
+	    call_copy_allowed(t, req) == -1)
 		goto fail;
-	t->res->provider = llm_provider_name(l->p.provider);
-	snprintf(t->res->model, sizeof t->res->model, "%s", l->model);
-	t->messages = llm_wire_messages(l->p.provider, t->system, req->msgs,
+	msgs = llm_wire_messages(l->p.provider, req->system, req->msgs,
 	    req->nmsgs);
-	t->tools = llm_wire_tools(l->p.provider, req->tools, req->ntools, &bad);
-	if (bad || t->messages == NULL)
+	tools = llm_wire_tools(l->p.provider, req->tools, req->ntools, &bad);
+	if (!bad && msgs != NULL)
+		t->body = llm_wire_body(l->p.provider, l->model,
+		    l->p.max_tokens, l->p.temperature, l->public_api,
+		    req->system, msgs, tools);
+	json_object_put(msgs);
+	json_object_put(tools);
+	if (t->body == NULL)
 		goto fail;
 	call_request(t);
 	return 0;

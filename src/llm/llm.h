@@ -195,6 +195,9 @@ struct llm_result {
 	char			 model[128];
 	const char		*provider;
 	struct llm_error	 err;
+	char			*system;	/* the last request's system
+						 * prompt as sent; NULL: out of
+						 * memory */
 };
 
 void	llm_result_free(struct llm_result *);
@@ -213,7 +216,8 @@ void		 llm_free(struct llm *);
 /*
  * Start a turn: req is copied; ops is copied. done(res, arg) is called
  * exactly once, from the event loop (never from inside this call), with a
- * result the callee owns. Returns 0, or -1 (done not called).
+ * result the callee owns, or NULL when memory ran out for it. Returns 0,
+ * or -1 (done not called).
  */
 int	llm_turn_start(struct llm *, const struct llm_request *req,
 	    const struct llm_tool_ops *ops, llm_done_fn *done, void *arg)

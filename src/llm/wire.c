@@ -241,6 +241,25 @@ llm_wire_body(enum llm_provider p, const char *model, int max_tokens,
 	return s;
 }
 
+char *
+llm_wire_system(enum llm_provider p, const char *body)
+{
+	json_object	*o = llm_json_strict(body, strlen(body)), *m;
+	const char	*s;
+	char		*r;
+
+	if (p == LLM_OPENAI) {
+		m = wire_idx(wire_get(o, "messages"), 0);
+		s = wire_str(m, "role") != NULL &&
+		    strcmp(wire_str(m, "role"), "system") == 0 ?
+		    wire_str(m, "content") : NULL;
+	} else
+		s = wire_str(o, "system");
+	r = strdup(s != NULL ? s : "");
+	json_object_put(o);
+	return r;
+}
+
 /* Arguments as object or as JSON text; *args is NULL when unparsable. */
 static void
 wire_args(json_object *v, struct llm_wire_call *c)
@@ -451,8 +470,8 @@ llm_wire_parse(enum llm_provider p, const char *body, size_t len,
 	if (root != NULL && json_object_is_type(root, json_type_object)) {
 		rc = p == LLM_OPENAI ? wire_parse_openai(root, r) :
 		    wire_parse_anthropic(root, r);
-		snprintf(r->model, sizeof r->model, "%s",
-		    wire_str(root, "model") ? wire_str(root, "model") : "");
+		if (wire_str(root, "model") != NULL)
+			r->model = strdup(wire_str(root, "model"));
 	}
 	json_object_put(root);
 	if (rc == -1) {
@@ -479,6 +498,7 @@ llm_wire_resp_clear(struct llm_wire_resp *r)
 	}
 	free(r->calls);
 	free(r->text);
+	free(r->model);
 	json_object_put(r->assistant);
 	memset(r, 0, sizeof *r);
 }

@@ -23,9 +23,13 @@ struct llm_wire_resp {
 	struct llm_wire_call	*calls;
 	size_t			 ncalls;
 	long			 in_tok, out_tok;
-	char			 model[128];
+	char			*model;		/* NULL: none */
 	json_object		*assistant;	/* the message to echo back */
 };
+
+/* The system prompt in a request body (new string; "" when none, NULL
+ * when out of memory). */
+char		*llm_wire_system(enum llm_provider, const char *body);
 
 /* Strict JSON: whole buffer, no trailing garbage. New object or NULL. */
 json_object	*llm_json_strict(const char *s, size_t len);

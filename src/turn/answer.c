@@ -184,16 +184,18 @@ answer_doctor_text(struct turn *t, char *buf, size_t len)
 		}
 }
 
-/* The system prompt: persona, constraints, the doctor. Composed in one
- * scratch buffer and kept at its own length: a turn waits seconds for the
- * LLM, and 10,000 of them at once each holding 32 KB was most of the
- * process's memory. */
-static int
+/* The system prompt: persona, constraints, the date, the doctor. Composed
+ * in one scratch buffer for the request, which is its only copy kept: a
+ * turn waits seconds for the LLM, thousands at once (the audit row and a
+ * regeneration read it back from the LLM's result). */
+static const char *
 answer_system(struct turn *t)
 {
 	static char	buf[TURN_SYSTEM_MAX];
+	char		today[128];
 
 	buf[0] = '\0';
+	turn_today(t->plan.now_ms, today, sizeof today);
 	cat(buf, sizeof buf, t->w->persona);
 	if (t->plan.constraints[0] != '\0') {
 		cat(buf, sizeof buf, GATE_SEPARATOR);
@@ -201,20 +203,20 @@ answer_system(struct turn *t)
 	}
 	cat(buf, sizeof buf, GATE_SEPARATOR);
 	cat(buf, sizeof buf, "## DATA E HORA\n");
-	cat(buf, sizeof buf, t->plan.today);
+	cat(buf, sizeof buf, today);
 	cat(buf, sizeof buf, " Use datas no formato AAAA-MM-DD "
 	    "nas ferramentas (buscar_vagas aceita data_de e data_ate).\n");
 	cat(buf, sizeof buf, GATE_SEPARATOR);
 	answer_doctor_text(t, buf, sizeof buf);
-	return (t->system = strdup(buf)) == NULL ? -1 : 0;
+	return buf;
 }
 
 /* Add one line to the transcript, merging a run of one role. */
 static void
-answer_line(struct turn *t, json_object *roles, const char *role,
+answer_line(json_object *lines, json_object *roles, const char *role,
     const char *text)
 {
-	size_t		 n = json_object_array_length(t->scratch);
+	size_t		 n = json_object_array_length(lines);
 	json_object	*last;
 	char		*s;
 
@@ -224,78 +226,103 @@ answer_line(struct turn *t, json_object *roles, const char *role,
 		return;			/* the model's turn cannot come first */
 	if (n > 0 && strcmp(json_object_get_string(json_object_array_get_idx(
 	    roles, n - 1)), role) == 0) {
-		last = json_object_array_get_idx(t->scratch, n - 1);
+		last = json_object_array_get_idx(lines, n - 1);
 		if (asprintf(&s, "%s\n%s", json_object_get_string(last),
 		    text) == -1)
 			return;
-		json_object_array_put_idx(t->scratch, n - 1,
+		json_object_array_put_idx(lines, n - 1,
 		    json_object_new_string(s));
 		free(s);
 		return;
 	}
-	json_object_array_add(t->scratch, json_object_new_string(text));
+	json_object_array_add(lines, json_object_new_string(text));
 	json_object_array_add(roles, json_object_new_string(role));
+}
+
+/* The lines in one block, their texts after them: a turn keeps it while
+ * it waits (for a regeneration and the audit row), thousands at once. */
+static int
+answer_keep_lines(struct turn *t, json_object *lines, json_object *roles)
+{
+	struct llm_msg	*m;
+	json_object	*l;
+	char		*p;
+	size_t		 i, len = 0, n = json_object_array_length(lines);
+
+	for (i = 0; i < n; i++)
+		len += (size_t)json_object_get_string_len(
+		    json_object_array_get_idx(lines, i)) + 1;
+	if (n == 0 || (m = malloc(n * sizeof *m + len)) == NULL)
+		return -1;
+	p = (char *)(m + n);
+	for (i = 0; i < n; i++) {
+		m[i].role = strcmp(json_object_get_string(
+		    json_object_array_get_idx(roles, i)), "user") == 0 ?
+		    "user" : "assistant";
+		l = json_object_array_get_idx(lines, i);
+		len = (size_t)json_object_get_string_len(l) + 1;
+		memcpy(p, json_object_get_string(l), len);
+		m[i].text = p;
+		p += len;
+	}
+	t->msgs = m;
+	t->nmsgs = n;
+	return 0;
 }
 
 /* The transcript: history, then the claimed messages. */
 static int
 answer_transcript(struct turn *t)
 {
+	json_object	*lines = json_object_new_array();
 	json_object	*roles = json_object_new_array(), *h, *m;
-	size_t		 i, n;
+	size_t		 i;
+	int		 rc;
 
-	t->scratch = json_object_new_array();
 	if (json_object_object_get_ex(t->ctx, "history", &h))
 		for (i = 0; i < json_object_array_length(h); i++) {
 			m = json_object_array_get_idx(h, i);
-			answer_line(t, roles, strcmp(job_jstr(m, "direction") ?
-			    job_jstr(m, "direction") : "in", "out") == 0 ?
-			    "assistant" : "user", job_jstr(m, "text"));
+			answer_line(lines, roles, strcmp(job_jstr(m,
+			    "direction") ? job_jstr(m, "direction") : "in",
+			    "out") == 0 ? "assistant" : "user",
+			    job_jstr(m, "text"));
 		}
 	if (json_object_object_get_ex(t->ctx, "messages", &h))
 		for (i = 0; i < json_object_array_length(h); i++) {
 			m = json_object_array_get_idx(h, i);
 			if (i < t->plan.nmsgs &&
 			    turn_in_transcript(&t->plan.msgs[i]))
-				answer_line(t, roles, "user",
+				answer_line(lines, roles, "user",
 				    job_jstr(m, "text"));
 		}
-	n = json_object_array_length(t->scratch);
-	if (n == 0 || (t->msgs = calloc(n, sizeof *t->msgs)) == NULL) {
-		json_object_put(roles);
-		return -1;
-	}
-	for (i = 0; i < n; i++) {
-		t->msgs[i].role = strcmp(json_object_get_string(
-		    json_object_array_get_idx(roles, i)), "user") == 0 ?
-		    "user" : "assistant";
-		t->msgs[i].text = json_object_get_string(
-		    json_object_array_get_idx(t->scratch, i));
-	}
-	t->nmsgs = n;
+	rc = answer_keep_lines(t, lines, roles);
+	json_object_put(lines);
 	json_object_put(roles);
-	return 0;
+	return rc;
 }
 
-/* Layer 1: the tools the plan offers, and the gate's audit row. */
-static void
-answer_tools(struct turn *t)
+/* Layer 1: the tools the plan offers (into tools; returns how many),
+ * and the gate's audit row. */
+static size_t
+answer_tools(struct turn *t, struct llm_tool *tools)
 {
 	const struct turn_plan	*p = &t->plan;
 	json_object		*d = json_object_new_object(), *al, *rm;
 	bool			 on = p->flag == TURN_FLAG_ON;
+	size_t			 n = 0;
 	int			 i;
 
 	al = json_object_new_array();
 	rm = json_object_new_array();
-	t->ntools = 0;
+	t->tools_sent = 0;
 	for (i = 0; i < TOOL__COUNT; i++) {
 		if (!(p->tools_allowed & (1u << i)))
 			json_object_array_add(rm, json_object_new_string(
 			    tool_name(i)));
 		if ((p->tools_offered & (1u << i)) &&
-		    tools_schema_get(i, &t->tools[t->ntools]) == 0) {
-			t->ntools++;
+		    tools_schema_get(i, &tools[n]) == 0) {
+			n++;
+			t->tools_sent |= 1u << i;
 			json_object_array_add(al, json_object_new_string(
 			    tool_name(i)));
 		}
@@ -315,14 +342,17 @@ answer_tools(struct turn *t)
 	    rm);
 	commit_audit(&t->c, "gate", mode_name(p->prompt_mode), on ?
 	    "enforced" : "not_enforced", d, p->reply_to);
+	return n;
 }
 
-/* The prompt as recorded in the llm audit row. */
+/* The prompt of the request answered, as recorded in the llm audit row
+ * (a regeneration offers no tools). */
 static json_object *
-answer_prompt_json(struct turn *t, const char *system, size_t ntools)
+answer_prompt_json(struct turn *t, const char *system)
 {
 	json_object	*p = json_object_new_object(), *a, *m;
 	size_t		 i;
+	int		 k;
 
 	json_object_object_add(p, "system", json_object_new_string(system));
 	a = json_object_new_array();
@@ -336,41 +366,33 @@ answer_prompt_json(struct turn *t, const char *system, size_t ntools)
 	}
 	json_object_object_add(p, "messages", a);
 	a = json_object_new_array();
-	for (i = 0; i < ntools; i++)
-		json_object_array_add(a,
-		    json_object_new_string(t->tools[i].name));
+	for (k = 0; k < TOOL__COUNT && t->regen == 0; k++)
+		if (t->tools_sent & (1u << k))
+			json_object_array_add(a,
+			    json_object_new_string(tool_name(k)));
 	json_object_object_add(p, "tools", a);
 	return p;
 }
 
 /* Send one request (the first, or a regeneration with feedback). */
 static void
-answer_llm_send(struct turn *t, const char *system, size_t ntools)
+answer_llm_send(struct turn *t, const char *system,
+    const struct llm_tool *tools, size_t ntools)
 {
 	struct llm_request	req;
 	struct llm_tool_ops	ops;
-	json_object		*p;
 
 	memset(&req, 0, sizeof req);
 	req.system = system;
 	req.msgs = t->msgs;
 	req.nmsgs = t->nmsgs;
-	req.tools = ntools > 0 ? t->tools : NULL;
+	req.tools = ntools > 0 ? tools : NULL;
 	req.ntools = ntools;
 	req.mode = mode_name(t->plan.prompt_mode);
 	memset(&ops, 0, sizeof ops);
 	ops.exec = answer_tool_exec;
 	ops.refused = answer_tool_refused;
 	ops.arg = t;
-	free(t->prompt);
-	p = answer_prompt_json(t, system, ntools);
-	t->prompt = strdup(json_object_to_json_string_ext(p,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(p);
-	if (t->prompt == NULL) {
-		job_fail(t, "out of memory");
-		return;
-	}
 	t->mt_mark = metrics_turn_now();
 	if (llm_turn_start(t->w->llm, &req, &ops, answer_llm_done, t) == -1) {
 		job_fail(t, "cannot start the LLM request");
@@ -382,14 +404,17 @@ answer_llm_send(struct turn *t, const char *system, size_t ntools)
 void
 answer_start(struct turn *t)
 {
+	struct llm_tool	tools[TOOL__COUNT];
+	size_t		n;
+
 	if (t->finished)
 		return;
-	if (answer_system(t) == -1 || answer_transcript(t) == -1) {
+	if (answer_transcript(t) == -1) {
 		job_fail(t, "cannot build the prompt");
 		return;
 	}
-	answer_tools(t);
-	answer_llm_send(t, t->system, t->ntools);
+	n = answer_tools(t, tools);
+	answer_llm_send(t, answer_system(t), tools, n);
 	job_forget(t);
 	commit_pack(&t->c);
 }
@@ -423,7 +448,8 @@ answer_audit_llm(struct turn *t, const struct llm_result *r)
 		    json_object_new_string(r->err.message));
 		json_object_object_add(d, "error", e);
 	}
-	json_object_object_add(d, "prompt", json_tokener_parse(t->prompt));
+	json_object_object_add(d, "prompt", answer_prompt_json(t,
+	    r->system != NULL ? r->system : ""));
 	commit_audit(&t->c, "llm", r->ok ? "ok" : "error", r->ok ?
 	    llm_stop_name(r->stop) : llm_err_name(r->err.cls), d, t->plan.reply_to);
 	for (i = 0; i < r->ncalls; i++) {
@@ -462,24 +488,30 @@ answer_note_calls(struct turn *t, const struct llm_result *r)
 	t->calls_text = strdup(buf);
 }
 
-/* A guarded reply was refused: ask again naming the claims. */
+/* A guarded reply was refused: ask again naming the claims, the system
+ * prompt (as the first request sent it, kept from now on) corrected. */
 static void
-answer_regenerate(struct turn *t, const char *reply, const char **ids,
-    size_t n)
+answer_regenerate(struct turn *t, const struct llm_result *r,
+    const char **ids, size_t n)
 {
 	char	*sys;
 	size_t	 i;
 	int	 idx;
 
+	if (t->base == NULL && (r->system == NULL ||
+	    (t->base = strdup(r->system)) == NULL)) {
+		job_fail(t, "out of memory");
+		return;
+	}
 	if ((sys = calloc(1, TURN_SYSTEM_MAX)) == NULL) {
 		job_fail(t, "out of memory");
 		return;
 	}
-	cat(sys, TURN_SYSTEM_MAX, t->system);
+	cat(sys, TURN_SYSTEM_MAX, t->base);
 	cat(sys, TURN_SYSTEM_MAX, GATE_SEPARATOR);
 	cat(sys, TURN_SYSTEM_MAX, "## CORREÇÃO OBRIGATÓRIA\nSua resposta "
 	    "anterior foi bloqueada e NÃO foi enviada:\n«");
-	cat(sys, TURN_SYSTEM_MAX, reply);
+	cat(sys, TURN_SYSTEM_MAX, r->text);
 	cat(sys, TURN_SYSTEM_MAX, "»\nMotivo:\n");
 	for (i = 0; i < n; i++) {
 		idx = claims_find(t->w->rs.claims, ids[i]);
@@ -498,16 +530,17 @@ answer_regenerate(struct turn *t, const char *reply, const char **ids,
 	cat(sys, TURN_SYSTEM_MAX, "Escreva uma nova resposta ao médico, sem "
 	    "isso.");
 	t->regen++;
-	answer_llm_send(t, sys, 0);
+	answer_llm_send(t, sys, NULL, 0);
 	free(sys);
 }
 
-/* Check a reply with the core's guard; 1 when it may be sent. */
+/* Check the LLM's reply with the core's guard; 1 when it may be sent. */
 static int
-answer_guard(struct turn *t, const char *reply)
+answer_guard(struct turn *t, const struct llm_result *r)
 {
 	struct turn_guard_result	 g;
 	json_object			*d, *a;
+	const char			*reply = r->text;
 	size_t				 i;
 	double				 t0;
 	int				 m;
@@ -550,7 +583,7 @@ answer_guard(struct turn *t, const char *reply)
 		job_commit(t);
 		return 0;
 	}
-	answer_regenerate(t, reply, g.ids, g.n);
+	answer_regenerate(t, r, g.ids, g.n);
 	return 0;
 }
 
@@ -581,7 +614,9 @@ answer_llm_done(struct llm_result *r, void *arg)
 	struct turn	*t = arg;
 
 	metrics_turn_step(MT_LLM, t->mt_mark);
-	if (!t->finished) {
+	if (r == NULL)
+		job_fail(t, "out of memory");
+	else if (!t->finished) {
 		answer_audit_llm(t, r);
 		answer_note_calls(t, r);
 		if (!r->ok)
@@ -590,7 +625,7 @@ answer_llm_done(struct llm_result *r, void *arg)
 			job_reply(t, job_text(t, "fallback"),
 			    "empty_reply_fallback");
 			job_commit(t);
-		} else if (answer_guard(t, r->text)) {
+		} else if (answer_guard(t, r)) {
 			job_reply(t, r->text, t->regen > 0 ? "llm_regenerated" :
 			    "llm");
 			job_commit(t);

@@ -7,8 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <json-c/printbuf.h>
-
 #include "turn/commit.h"
 
 #define COMMIT_REPLY_MAX	4096	/* WhatsApp's limit, characters */
@@ -38,6 +36,7 @@ int
 commit_init(struct commit *c, int64_t now_ms)
 {
 	c->now_ms = now_ms;
+	c->packed = NULL;
 	return (c->o = json_object_new_object()) == NULL ? -1 : 0;
 }
 
@@ -46,12 +45,72 @@ commit_free(struct commit *c)
 {
 	json_object_put(c->o);
 	c->o = NULL;
+	free(c->packed);
+	c->packed = NULL;
+}
+
+/* Add to payload p what o holds: its columns over p's, its rows after
+ * p's (the order of keys and rows as if written into p). */
+static void
+commit_join(json_object *p, json_object *o)
+{
+	json_object_iter	 it, ci;
+	json_object		*to;
+	size_t			 i;
+
+	json_object_object_foreachC(o, it) {
+		if (!json_object_object_get_ex(p, it.key, &to)) {
+			json_object_object_add(p, it.key,
+			    json_object_get(it.val));
+			continue;
+		}
+		if (json_object_is_type(it.val, json_type_object)) {
+			json_object_object_foreachC(it.val, ci)
+				json_object_object_add(to, ci.key,
+				    json_object_get(ci.val));
+			continue;
+		}
+		for (i = 0; i < json_object_array_length(it.val); i++)
+			json_object_array_add(to, json_object_get(
+			    json_object_array_get_idx(it.val, i)));
+	}
+}
+
+/* The packed text and what was added since, as one tree again. */
+static int
+commit_unpack(struct commit *c)
+{
+	json_object	*p;
+
+	if (c->packed == NULL)
+		return 0;
+	if ((p = json_tokener_parse(c->packed)) == NULL)
+		return -1;
+	if (c->o != NULL)
+		commit_join(p, c->o);
+	json_object_put(c->o);
+	c->o = p;
+	free(c->packed);
+	c->packed = NULL;
+	return 0;
 }
 
 const char *
-commit_json(const struct commit *c)
+commit_json(struct commit *c)
 {
+	if (commit_unpack(c) == -1)
+		return NULL;
 	return json_object_to_json_string_ext(c->o, JSON_C_TO_STRING_PLAIN);
+}
+
+/* The payload's object (after a pack: for what is added since), created
+ * on first use. */
+static json_object *
+commit_root(struct commit *c)
+{
+	if (c->o == NULL)
+		c->o = json_object_new_object();
+	return c->o;
 }
 
 /* The array under a key, created on first use. */
@@ -60,54 +119,34 @@ commit_arr(struct commit *c, enum commit_key k)
 {
 	json_object	*a;
 
-	if (!json_object_object_get_ex(c->o, commit_key_names[k], &a)) {
+	if (!json_object_object_get_ex(commit_root(c), commit_key_names[k],
+	    &a)) {
 		a = json_object_new_array();
 		json_object_object_add(c->o, commit_key_names[k], a);
 	}
 	return a;
 }
 
-/* json-c serializer of a packed row: its text as written. */
-static int
-commit_packed_text(json_object *o, struct printbuf *pb, int level, int flags)
-{
-	const char	*s = json_object_get_userdata(o);
-
-	return printbuf_memappend(pb, s, (int)strlen(s));
-}
-
 void
 commit_pack(struct commit *c)
 {
-	json_object	*a, *row, *packed;
-	char		*s;
-	size_t		 i;
+	const char	*s;
+	char		*packed;
 
-	if (!json_object_object_get_ex(c->o, commit_key_names[COMMIT_AUDIT],
-	    &a))
-		return;
-	for (i = 0; i < json_object_array_length(a); i++) {
-		row = json_object_array_get_idx(a, i);
-		if (!json_object_is_type(row, json_type_object) ||
-		    (s = strdup(json_object_to_json_string_ext(row,
-		    JSON_C_TO_STRING_PLAIN))) == NULL)
-			continue;
-		if ((packed = json_object_new_boolean(0)) == NULL) {
-			free(s);
-			continue;
-		}
-		json_object_set_serializer(packed, commit_packed_text, s,
-		    json_object_free_userdata);
-		json_object_array_put_idx(a, i, packed);
-	}
+	if ((s = commit_json(c)) == NULL || (packed = strdup(s)) == NULL)
+		return;			/* stays a tree */
+	json_object_put(c->o);
+	c->o = NULL;
+	c->packed = packed;
 }
 
 bool
-commit_has_outbox(const struct commit *c)
+commit_has_outbox(struct commit *c)
 {
 	json_object	*a;
 
-	return json_object_object_get_ex(c->o, "outbox", &a) &&
+	return commit_unpack(c) == 0 &&
+	    json_object_object_get_ex(c->o, "outbox", &a) &&
 	    json_object_array_length(a) > 0;
 }
 
@@ -140,7 +179,7 @@ commit_col(struct commit *c, enum commit_col col, json_object *v)
 	json_object	*conv;
 	const char	*k = commit_key_names[COMMIT_CONVERSATION];
 
-	if (!json_object_object_get_ex(c->o, k, &conv)) {
+	if (!json_object_object_get_ex(commit_root(c), k, &conv)) {
 		conv = json_object_new_object();
 		json_object_object_add(c->o, k, conv);
 	}

@@ -58,19 +58,23 @@ extern const char *const commit_key_names[COMMIT_KEY__COUNT];
 extern const char *const commit_col_names[COMMIT_COL__COUNT];
 
 struct commit {
-	json_object	*o;		/* the payload */
+	json_object	*o;		/* the payload, or what was added to
+					 * it since it was packed (NULL:
+					 * nothing yet) */
+	char		*packed;	/* the payload as packed, or NULL */
 	int64_t		 now_ms;	/* "now" of the turn's columns */
 };
 
 int	 commit_init(struct commit *, int64_t now_ms) MG_MUSTCHECK;
 void	 commit_free(struct commit *);
-const char *commit_json(const struct commit *);
-bool	 commit_has_outbox(const struct commit *);
+/* The payload as JSON text (owned by c; NULL: out of memory). */
+const char *commit_json(struct commit *);
+bool	 commit_has_outbox(struct commit *);
 
-/* Keep the audit rows written so far as their JSON text only (commit_json
- * writes them as they were; they can no longer be read as objects): a
- * json-c object costs 700 bytes, and a turn waiting for the LLM holds a
- * dozen, thousands of turns at once. */
+/* Keep what was written so far as JSON text only (commit_json writes it
+ * as it was, with what is added afterwards): a json-c object costs 700
+ * bytes, and a turn waiting for the LLM holds a dozen, thousands of turns
+ * at once. */
 void	 commit_pack(struct commit *);
 
 /* One audit row (details owned; NULL: {}); inbox_id 0: the turn's last. */

@@ -88,10 +88,8 @@ job_release(struct turn *t)
 	free(t->wa_id);
 	free(t->wamid);
 	free(t->msgs);
-	free(t->system);
+	free(t->base);
 	free(t->calls_text);
-	json_object_put(t->scratch);
-	free(t->prompt);
 	free(t);
 	w->inflight--;
 	w->turn_ended(w);
@@ -223,6 +221,23 @@ job_commit_cb(PGresult *res, const char *err, void *arg)
 	job_release(t);
 }
 
+/* Once its commit is queued (the queue keeps its own copy), a turn needs
+ * only its names for the log and the end: the rest goes, as thousands of
+ * turns can wait for the database at once. */
+static void
+job_shed(struct turn *t)
+{
+	commit_free(&t->c);
+	turn_plan_free(&t->plan);
+	free(t->msgs);
+	t->msgs = NULL;
+	t->nmsgs = 0;
+	free(t->base);
+	t->base = NULL;
+	free(t->calls_text);
+	t->calls_text = NULL;
+}
+
 /* Commit the turn: one transaction, lease checked by the database;
  * after the read receipt's row, when one is being queued. */
 void
@@ -237,28 +252,28 @@ job_commit(struct turn *t)
 		t->commit_due = true;
 		return;
 	}
+	if ((p[2] = commit_json(&t->c)) == NULL) {
+		job_fail(t, "out of memory");
+		return;
+	}
 	job_finish(t);
 	t->mt_mark = metrics_turn_now();
 	p[0] = t->w->name;
 	p[1] = t->conv_s;
-	p[2] = commit_json(&t->c);
 	job_send_params(t, p + 3, lease, room, sizeof lease);
 	if (job_query(t, job_commit_sql, 6, p, job_commit_cb) == -1)
 		log_warnx("turn: conversation %s: cannot commit (lease will "
 		    "expire)", t->conv_s);
+	job_shed(t);
 }
 
-/* The context and the core's input are no longer read (the LLM request
- * is built): let them go while the turn waits. */
+/* The context, the core's input and the plan's messages and constraints
+ * are no longer read (the LLM request is built): let them go while the
+ * turn waits. */
 void
 job_forget(struct turn *t)
 {
-	size_t	i;
-
-	/* The plan borrowed each message's type from the context
-	 * (commit_plan, the only reader, ran before the LLM). */
-	for (i = 0; i < t->plan.nmsgs; i++)
-		t->plan.msgs[i].type = NULL;
+	turn_plan_forget(&t->plan);
 	json_object_put(t->ctx);
 	t->ctx = NULL;
 	free(t->in_msgs);

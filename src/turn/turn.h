@@ -73,17 +73,13 @@ struct turn {
 	char			*wamid;		/* last message */
 	const char		*outcome;	/* for the log line */
 	/* LLM */
-	struct llm_msg		*msgs;
+	struct llm_msg		*msgs;		/* the texts in the block too */
 	size_t			 nmsgs;
-	char			*system;
-	struct llm_tool		 tools[TOOL__COUNT];
-	size_t			 ntools;
+	char			*base;		/* the system prompt, kept once
+						 * a reply is regenerated */
+	unsigned		 tools_sent;	/* 1u << tool: offered */
 	int			 regen;
 	char			*calls_text;	/* tool calls, for feedback */
-	json_object		*scratch;	/* strings msgs point into */
-	char			*prompt;	/* for the llm audit row, as JSON
-						 * text (json-c objects: 3 KB
-						 * more a waiting turn) */
 	double			 mt_start;	/* metrics: claimed at */
 	double			 mt_mark;	/* metrics: this step began */
 };

@@ -308,6 +308,8 @@ test_bridge_guards_the_prompted_mode(void **state)
 	decide(&c, &p, 1, "pode passar meu contato pro responsável");
 	assert_int_equal(p.reply, REPLY_LLM);
 	assert_int_equal(p.prompt_mode, MODE_OFERTA);
+	/* as the shell does while the LLM is awaited */
+	turn_plan_forget(&p);
 	tr = turn_event(&rs, &p, EVENT_BRIDGE_MADE);
 	assert_non_null(tr);
 	assert_true(tr->applied);

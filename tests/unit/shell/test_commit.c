@@ -184,6 +184,54 @@ test_packed_rows_written_as_they_were(void **state)
 	commit_free(&c);
 }
 
+/* The writes of a turn, packed after step n of them (0: never): columns
+ * set again, rows, a tool's fragment, the reply. */
+static char *
+turn_writes(int n)
+{
+	struct commit	 c;
+	json_object	*frag;
+	char		*s;
+
+	assert_int_equal(commit_init(&c, 0), 0);
+	commit_set(&c, COL_MODE, "oferta");
+	commit_audit(&c, "gate", "oferta", "enforced", NULL, 3);
+	if (n == 1)
+		commit_pack(&c);
+	commit_set(&c, COL_REGIAO, "sul");
+	commit_set(&c, COL_MODE, "followup");
+	frag = json_tokener_parse("{\"memory\":[{\"fato\":\"pediatra/SP\","
+	    "\"peso\":0.85}],\"conversation\":{\"especialidade\":"
+	    "\"Pediatria\"}}");
+	assert_int_equal(commit_merge(&c, frag), 0);
+	json_object_put(frag);
+	if (n == 2)
+		commit_pack(&c);
+	commit_audit(&c, "llm", "ok", "end_turn", NULL, 3);
+	if (n == 2)
+		commit_pack(&c);
+	commit_reply(&c, "Oi!", "llm", 3);
+	assert_non_null(s = strdup(commit_json(&c)));
+	commit_free(&c);
+	return s;
+}
+
+/* Packed once or twice, anywhere, the payload is the one written. */
+static void
+test_packed_payload_is_the_written_one(void **state)
+{
+	char	*want = turn_writes(0), *got;
+	int	 n;
+
+	for (n = 1; n <= 2; n++) {
+		got = turn_writes(n);
+		assert_string_equal(got, want);
+		free(got);
+	}
+	assert_non_null(strstr(want, "\"mode\":\"followup\""));
+	free(want);
+}
+
 static void
 test_reply_cut_to_whatsapps_limit(void **state)
 {
@@ -241,6 +289,7 @@ main(void)
 		cmocka_unit_test(test_columns_are_what_mg_apply_conversation_takes),
 		cmocka_unit_test(test_unknown_fragment_refused_whole),
 		cmocka_unit_test(test_packed_rows_written_as_they_were),
+		cmocka_unit_test(test_packed_payload_is_the_written_one),
 		cmocka_unit_test(test_reply_cut_to_whatsapps_limit),
 		cmocka_unit_test(test_plan_rows),
 	};

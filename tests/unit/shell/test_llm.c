@@ -192,6 +192,7 @@ test_anthropic_request_shape(void **state)
 	assert_int_equal(r->input_tokens, 120);
 	assert_int_equal(r->output_tokens, 30);
 	assert_string_equal(r->model, "m-test");
+	assert_string_equal(r->system, SYSTEM);	/* for the audit row */
 	reqs = fakepeer_requests(&fake);
 	assert_string_equal(fakepeer_str(reqs, "0.path"), "/v1/messages");
 	assert_string_equal(fakepeer_str(reqs, "0.headers.x-api-key"),
@@ -231,6 +232,7 @@ test_openai_request_shape_without_tools(void **state)
 
 	assert_true(r->ok);
 	assert_string_equal(r->stop == LLM_STOP_END_TURN ? "end" : "x", "end");
+	assert_string_equal(r->system, SYSTEM);
 	assert_string_equal(fakepeer_str(reqs, "0.path"),
 	    "/v1/chat/completions");
 	assert_string_equal(fakepeer_str(reqs, "0.headers.authorization"),
