@@ -21,6 +21,8 @@
 #   BENCH_SECS=15 (each wrk run and each step)
 #   BENCH_ONLY=ingest|turn|steps|inflight|intent   (turn = steps + inflight)
 #   BENCH_STEPS="100 200 400 800 1600"  BENCH_INFLIGHT=10000  BENCH_PROFILE=1
+#   BENCH_WORKER_COALESCE_MS=0 (the double-texting window of the ingest
+#   run with the worker answering; the service's default is 2000)
 set -eu
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 cd "$(dirname "$0")/../.."
@@ -151,7 +153,7 @@ ingest() {
 	python3 "$kit/gen_payloads.py" -n "$n" -s "$secret" -o "$tmp/mgw.tsv" \
 		--tag-file "$tmp/mgw.tag" 2>/dev/null
 	DATABASE_URL=${DATABASE_URL%/*}/benchw "$bin" migrate >/dev/null
-	DATABASE_URL=${DATABASE_URL%/*}/benchw MODEGATE_COALESCE_MS=0 \
+	DATABASE_URL=${DATABASE_URL%/*}/benchw MODEGATE_COALESCE_MS=${BENCH_WORKER_COALESCE_MS:-0} \
 		"$bin" serve 2>"$tmp/servew.log" &
 	mgpid=$!
 	pids="$pids $mgpid"
