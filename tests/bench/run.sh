@@ -96,6 +96,27 @@ wal_warm() {
 		-c "CHECKPOINT" >/dev/null
 }
 
+# BENCH_PROFILE=1: clusters started with pg_stat_statements (track all,
+# planning too); profile_on [DB] creates it, profile_dump NAME [DB]
+# writes the statements (nested ones too) by total time to
+# build/bench/NAME_profile.txt.
+[ "${BENCH_PROFILE:-0}" = 1 ] && export PG_OPTS="$PG_OPTS \
+	-c shared_preload_libraries=pg_stat_statements \
+	-c pg_stat_statements.track=all \
+	-c pg_stat_statements.track_planning=on"
+profile_on() {
+	[ "${BENCH_PROFILE:-0}" = 1 ] || return 0
+	psql -qX ${1:+-d "$1"} -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+}
+profile_dump() {
+	[ "${BENCH_PROFILE:-0}" = 1 ] || return 0
+	psql -qX ${2:+-d "$2"} -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
+		round(mean_exec_time::numeric, 3) AS mean_ms,
+		round(mean_plan_time::numeric, 3) AS plan_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
+		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		ORDER BY total_exec_time + total_plan_time DESC LIMIT 40" >"$out/$1_profile.txt"
+}
+
 ingest() {
 	[ -d "$kit" ] || { echo "bench: no $kit; skipping ingest" >&2; return 0; }
 	secret=bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
@@ -153,6 +174,7 @@ ingest() {
 	python3 "$kit/gen_payloads.py" -n "$n" -s "$secret" -o "$tmp/mgw.tsv" \
 		--tag-file "$tmp/mgw.tag" 2>/dev/null
 	DATABASE_URL=${DATABASE_URL%/*}/benchw "$bin" migrate >/dev/null
+	profile_on benchw
 	DATABASE_URL=${DATABASE_URL%/*}/benchw MODEGATE_COALESCE_MS=${BENCH_WORKER_COALESCE_MS:-0} \
 		"$bin" serve 2>"$tmp/servew.log" &
 	mgpid=$!
@@ -160,6 +182,7 @@ ingest() {
 	wait_http "$port"
 	run_wrk modegate-worker "$port" "$tmp/mgw.tsv"
 	done_n=$(psql -qtAX -d benchw -c "SELECT count(*) FROM inbox WHERE state <> 'pending'")
+	profile_dump ingest_worker benchw
 	kill "$mgpid"; wait "$mgpid" 2>/dev/null || true
 	mgw=$(field "$(cat "$out/modegate-worker.line")" rps)
 	say "$(python3 -c "print('ingest with worker: %d req/s (%.0f%% of ingest alone; %s messages taken by the worker meanwhile)' % ($mgw, 100*$mgw/$(field "$(cat "$out/modegate.line")" rps), '$done_n'))")"
@@ -236,16 +259,11 @@ turn_db() {
 	[ $turn_db_ready = 1 ] && return 0
 	turn_db_ready=1
 	secret=bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
-	[ "${BENCH_PROFILE:-0}" = 1 ] && export PG_OPTS="${PG_OPTS:-} \
-		-c shared_preload_libraries=pg_stat_statements \
-		-c pg_stat_statements.track=all \
-		-c pg_stat_statements.track_planning=on"
 	pg_stop "$tmp/pg"
 	pg_start "$tmp/pgt"
 	wal_warm
 	"$bin" migrate >/dev/null 2>&1
-	[ "${BENCH_PROFILE:-0}" = 1 ] &&
-		psql -qX -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+	profile_on
 	psql -qX -f sql/seed_demo.sql >/dev/null
 }
 
@@ -319,12 +337,7 @@ steps() {
 		extract(epoch FROM o.sent_at) FROM inbox i JOIN outbox o
 		ON o.inbox_id = i.id AND o.kind = 'text'" >"$out/turn_stages.tsv"
 	# BENCH_PROFILE=1: the statements (nested ones too) by total time.
-	if [ "${BENCH_PROFILE:-0}" = 1 ]; then
-		psql -qX -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
-			round(mean_exec_time::numeric, 3) AS mean_ms,
-			round(mean_plan_time::numeric, 3) AS plan_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
-			FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 40" >"$out/turn_profile.txt"
-	fi
+	profile_dump turn
 	say "  per step, mean ms: $(python3 tests/bench/turn_bench.py steps "$out/turn.metrics")"
 	kill "$MG_PID"; wait "$MG_PID" 2>/dev/null || true
 }
@@ -363,12 +376,7 @@ inflight() {
 	# Where the resident memory is, by mapping (the heap, mmap'd arenas).
 	awk '/^[0-9a-f]+-/ {m = $6 " " $1} /^Rss:/ {print $2, m}' \
 		"/proc/$MG_PID/smaps" | sort -rn | head -8 >>"$out/inflight.status"
-	if [ "${BENCH_PROFILE:-0}" = 1 ]; then
-		psql -qX -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
-			round(mean_exec_time::numeric, 3) AS mean_ms,
-			round(mean_plan_time::numeric, 3) AS plan_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
-			FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 40" >"$out/inflight_profile.txt"
-	fi
+	profile_dump inflight
 	kill "$MG_PID"; wait "$MG_PID" 2>/dev/null || true
 }
 
