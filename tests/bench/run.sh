@@ -112,7 +112,9 @@ profile_dump() {
 	[ "${BENCH_PROFILE:-0}" = 1 ] || return 0
 	psql -qX ${2:+-d "$2"} -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
 		round(mean_exec_time::numeric, 3) AS mean_ms,
-		round(mean_plan_time::numeric, 3) AS plan_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
+		round(mean_plan_time::numeric, 3) AS plan_ms,
+		round((jit_generation_time + jit_emission_time)::numeric, 1) AS jit_ms,
+		left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
 		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 		ORDER BY total_exec_time + total_plan_time DESC LIMIT 40" >"$out/$1_profile.txt"
 }
@@ -134,6 +136,7 @@ ingest() {
 	export WHATSAPP_APP_SECRET=$secret WHATSAPP_VERIFY_TOKEN=bench \
 		MODEGATE_LISTEN=127.0.0.1:$port MODEGATE_LOG_LEVEL=warn
 	"$bin" migrate >/dev/null
+	profile_on
 	# Ingest alone, as the peers do: this process answers no turns
 	# (MODEGATE_MAX_TURNS=0, the ingest-only role of a split deployment).
 	MODEGATE_MAX_TURNS=0 "$bin" serve 2>"$tmp/serve.log" &
@@ -165,6 +168,7 @@ ingest() {
 	say "$(printf '%-22s %10s req/s  p50 %7s ms  p99 %7s ms  non-200 %s' \
 		"modegate @1000/s" "$(field "$line" rps)" "$(field "$line" p50_ms)" \
 		"$(field "$line" p99_ms)" "$(($(field "$line" non200) + $(field "$line" errors)))")"
+	profile_dump ingest
 	kill "$mgpid"; wait "$mgpid" 2>/dev/null || true
 
 	# 1b. the same with the worker answering, as in service: a fresh
