@@ -27,7 +27,7 @@
 
 /* Hyper-parameters, chosen on the train and dev authors only. */
 static struct model_params intent_params = {
-	.bits = 18, .epochs = 20, .lr = 0.05, .l2 = 1e-4, .min_count = 2,
+	.bits = 18, .epochs = 40, .lr = 0.05, .l2 = 1e-4, .min_count = 2,
 	.seed = 14, .scale = 0.001,
 };
 static struct model_params guard_params = {

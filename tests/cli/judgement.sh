@@ -49,17 +49,17 @@ atleast "$tmp/dev_i" accuracy 90 "dev intents"
 atleast "$tmp/dev_g" recall 97 "dev guard"
 atmost "$tmp/dev_g" false_alarms 2 "dev guard"
 
-# (round 7's blind authors, a47-a49: floors under their final
-# measurement, tests/corpus/results/blind7_final.md)
-atleast "$tmp/blind_i" accuracy 97 "blind intents"
-atleast "$tmp/blind_i" opt_out_recall 98 "blind intents"
-atleast "$tmp/blind_i" objecao_grave_recall 98 "blind intents"
-atleast "$tmp/blind_i" pedido_humano_recall 97 "blind intents"
+# (round 8's blind authors, a53-a55: floors under their final
+# measurement, tests/corpus/results/blind8_final.md)
+atleast "$tmp/blind_i" accuracy 96.5 "blind intents"
+atleast "$tmp/blind_i" opt_out_recall 95.5 "blind intents"
+atleast "$tmp/blind_i" objecao_grave_recall 95.5 "blind intents"
+atleast "$tmp/blind_i" pedido_humano_recall 98 "blind intents"
 atleast "$tmp/blind_i" interesse_vaga_recall 96 "blind intents"
 atleast "$tmp/blind_i" opt_in_recall 97 "blind intents"
 atleast "$tmp/blind_g" recall 97 "blind guard"
 atmost "$tmp/blind_g" false_alarms 1 "blind guard"
-atmost "$tmp/all_i" false_opt_out 12 "whole corpus"
+atmost "$tmp/all_i" false_opt_out 11 "whole corpus"
 
 # Calibration: of the messages detected with confidence >= 0.9 (blind),
 # at least 90% are right.
