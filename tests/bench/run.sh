@@ -98,7 +98,8 @@ wal_warm() {
 
 # BENCH_PROFILE=1: clusters started with pg_stat_statements (track all,
 # planning too); profile_on [DB] creates it, profile_dump NAME [DB]
-# writes the statements (nested ones too) by total time to
+# writes the statements (nested ones too) by total time, with their
+# calls, plannings, mean execution and planning times and JIT time, to
 # build/bench/NAME_profile.txt.
 [ "${BENCH_PROFILE:-0}" = 1 ] && export PG_OPTS="$PG_OPTS \
 	-c shared_preload_libraries=pg_stat_statements \
@@ -110,7 +111,7 @@ profile_on() {
 }
 profile_dump() {
 	[ "${BENCH_PROFILE:-0}" = 1 ] || return 0
-	psql -qX ${2:+-d "$2"} -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
+	psql -qX ${2:+-d "$2"} -c "SELECT calls, plans, round(total_exec_time::numeric, 1) AS total_ms,
 		round(mean_exec_time::numeric, 3) AS mean_ms,
 		round(mean_plan_time::numeric, 3) AS plan_ms,
 		round((jit_generation_time + jit_emission_time)::numeric, 1) AS jit_ms,
