@@ -5,7 +5,7 @@
 # (the dev authors only calibrate, as in `make train`). The last line
 # pools every held-out author's items.
 #
-#	[CV_ARGS="--set intent.epochs=20"] tests/corpus/crossval.sh [intent|guard]
+#	[CV_ARGS="--set intent.epochs=30"] tests/corpus/crossval.sh [intent|guard]
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
